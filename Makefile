@@ -1,0 +1,25 @@
+# Set-up and everyday commands. `make test` and `make demo` work on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_VERSION := 2.13.0
+
+.PHONY: install test demo bench clean
+
+install: $(VENV)/.installed
+
+# torch is installed first and pinned: the CPU wheel on this machine, never a newer CUDA build
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+test: install
+	$(PY) -m pytest
+
+demo: install
+	bash scripts/demo.sh
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

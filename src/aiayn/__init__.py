@@ -1,0 +1,7 @@
+"""aiayn: the Transformer of *Attention Is All You Need*, complete, on PyTorch."""
+
+from .config import ConfigError, ModelConfig
+from .model import EncoderModel, LanguageModel, Transformer
+
+__version__ = "0.1.0"
+__all__ = ["ConfigError", "EncoderModel", "LanguageModel", "ModelConfig", "Transformer"]

@@ -1,0 +1,15 @@
+"""The Transformer's parts: masks, attention, embeddings, layers, decoding cache, models."""
+
+from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .cache import DecoderCache, LayerCache
+from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
+from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, Residual
+from .masks import causal_mask, padding_mask
+from .models import AttentionWeights, EncoderModel, EncoderOutput, LanguageModel, Transformer
+
+__all__ = [
+    "AttentionWeights", "Decoder", "DecoderCache", "DecoderLayer", "Embeddings", "Encoder",
+    "EncoderLayer", "EncoderModel", "EncoderOutput", "FeedForward", "LanguageModel", "LayerCache",
+    "MultiHeadAttention", "PositionalEncoding", "Residual", "Transformer", "causal_mask",
+    "padding_mask", "scaled_dot_product_attention", "sinusoidal_table",
+]

@@ -1,0 +1,149 @@
+"""Scaled dot-product attention (§3.2.1, Eq. 1) and multi-head attention (§3.2.2).
+
+Shapes: B batch, H heads, T query length, S key length, D d_model, Dh head dim (d_k = d_v).
+Masks are bool, True = may attend (see ``aiayn.model.masks``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    *,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    return_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V  (Eq. 1).
+
+    Without ``return_weights`` this is PyTorch's fused kernel; with it, the reference
+    computation, which also returns the weights (for visualization).
+
+    Args:
+        query: (B, H, T, Dh); key, value: (B, H, S, Dh).
+        mask: bool, broadcastable to (B, H, T, S), True = may attend.
+        is_causal: apply the look-ahead mask (T == S); used instead of ``mask``.
+        dropout_p: dropout on the attention weights.
+        return_weights: also return the (B, H, T, S) weights, rows summing to 1.
+    Returns:
+        (B, H, T, Dh) output and the weights or None.
+    """
+    if not return_weights:
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+        )
+        return out, None
+    # 1) scores
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (B, H, T, S)
+    # 2) mask illegal connections with -inf before the softmax (§3.2.3)
+    if is_causal:
+        t, s = scores.shape[-2:]
+        mask = torch.ones(t, s, dtype=torch.bool, device=scores.device).tril()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    # 3) normalize and take the weighted sum of values
+    weights = scores.softmax(dim=-1)  # (B, H, T, S)
+    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return attended @ value, weights  # (B, H, T, Dh)
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
+
+    The three input projections are stored stacked as one ``in_proj`` (rows W^Q; W^K; W^V, each
+    D x D, as ``nn.MultiheadAttention`` does), so self-attention projects with one matrix product
+    and cross-attention projects keys and values with one.
+
+    Args:
+        d_model: model width D.
+        n_heads: number of heads h; Dh = D / h.
+        dropout: dropout on attention weights.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
+        self.in_proj = nn.Linear(d_model, 3 * d_model)  # [W^Q; W^K; W^V]
+        self.out_proj = nn.Linear(d_model, d_model)  # W^O
+
+    def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        b, t, _ = x.shape
+        x = x.view(b, t, parts, self.n_heads, self.head_dim)  # (B, T, parts, H, Dh)
+        return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, Dh)
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention projections in one product: (B, T, D) -> 3 x (B, H, T, Dh)."""
+        return self._split_heads(self.in_proj(x), 3)  # type: ignore[return-value]
+
+    def project_query(self, x: Tensor) -> Tensor:
+        """(B, T, D) -> (B, H, T, Dh)."""
+        d = self.d_model
+        q = F.linear(x, self.in_proj.weight[:d], self.in_proj.bias[:d])
+        return self._split_heads(q, 1)[0]
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Key and value projections in one product: (B, S, D) -> 2 x (B, H, S, Dh)."""
+        d = self.d_model
+        kv = F.linear(x, self.in_proj.weight[d:], self.in_proj.bias[d:])
+        return self._split_heads(kv, 2)  # type: ignore[return-value]
+
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        *,
+        is_causal: bool = False,
+        return_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend with projected heads and merge them: -> (B, T, D) and optional weights."""
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product_attention(
+            q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p,
+            return_weights=return_weights,
+        )  # (B, H, T, Dh)
+        b, _, t, _ = out.shape
+        out = out.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
+        return self.out_proj(out), weights
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        *,
+        is_causal: bool = False,
+        return_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Args: query (B, T, D), key and value (B, S, D); mask broadcastable to (B, H, T, S).
+
+        Returns (B, T, D) and, when ``return_weights``, the (B, H, T, S) weights.
+        """
+        # 1) project (one product when the inputs coincide)
+        if query is key and key is value:
+            q, k, v = self.project_qkv(query)
+        elif key is value:
+            q = self.project_query(query)
+            k, v = self.project_kv(key)
+        else:
+            d = self.d_model
+            w, bias = self.in_proj.weight, self.in_proj.bias
+            q = self._split_heads(F.linear(query, w[:d], bias[:d]), 1)[0]
+            k = self._split_heads(F.linear(key, w[d:2 * d], bias[d:2 * d]), 1)[0]
+            v = self._split_heads(F.linear(value, w[2 * d:], bias[2 * d:]), 1)[0]
+        # 2) attend and 3) merge heads
+        return self.attend(q, k, v, mask, is_causal=is_causal, return_weights=return_weights)

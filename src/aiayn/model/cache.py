@@ -1,0 +1,86 @@
+"""The incremental decoding state: an explicit object passed into and out of each decoder step.
+
+Per decoder layer it holds the self-attention keys and values of every position decoded so far
+and, for the encoder-decoder, the cross-attention keys and values of the source memory, computed
+once per source. Modules keep no hidden inference state.
+
+Shapes: B rows (sentences x beams), H heads, L capacity, S source length, Dh head dim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class LayerCache:
+    """One layer's buffers. ``self_k``/``self_v`` are preallocated (B, H, L, Dh); the first
+    ``DecoderCache.length`` positions are valid. ``cross_k``/``cross_v`` are (B, H, S, Dh) or None."""
+
+    self_k: Tensor
+    self_v: Tensor
+    cross_k: Tensor | None = None
+    cross_v: Tensor | None = None
+
+
+@dataclass
+class DecoderCache:
+    """Decoding state for a stack of decoder layers.
+
+    Attributes:
+        layers: one LayerCache per decoder layer.
+        length: number of target positions already decoded (the next position's index).
+        src_mask: (B, 1, 1, S) source padding mask, or None for a decoder-only model.
+        src_rows: (B,) which source sentence each row decodes; lets ``reorder`` see whether the
+            cross-attention keys and values must move.
+    """
+
+    layers: list[LayerCache]
+    length: int = 0
+    src_mask: Tensor | None = None
+    src_rows: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+
+    @property
+    def capacity(self) -> int:
+        return self.layers[0].self_k.size(2) if self.layers else 0
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.src_rows.numel())
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write new self-attention keys/values (B, H, t, Dh) at ``length`` and return all
+        valid keys/values (B, H, length + t, Dh). The caller advances ``length`` once per step."""
+        cache = self.layers[layer]
+        end = self.length + k.size(2)
+        if end > self.capacity:
+            raise ValueError(f"decoder cache is full ({self.capacity} positions); "
+                             "allocate it with a larger max_len")
+        cache.self_k[:, :, self.length:end] = k
+        cache.self_v[:, :, self.length:end] = v
+        return cache.self_k[:, :, :end], cache.self_v[:, :, :end]
+
+    def reorder(self, indices: Tensor) -> "DecoderCache":
+        """Keep rows ``indices`` (B',) in that order: beams that survive, finished sentences that
+        leave. Cross-attention keys and values are left alone when every row still decodes the
+        same source sentence (a reorder among one sentence's beams)."""
+        new_rows = self.src_rows.index_select(0, indices)
+        cross_moves = not torch.equal(new_rows, self.src_rows)
+        n = self.length
+        for cache in self.layers:
+            # gather the valid prefix, then write it back into the (possibly shrunk) buffer
+            k = cache.self_k[:, :, :n].index_select(0, indices)
+            v = cache.self_v[:, :, :n].index_select(0, indices)
+            cache.self_k, cache.self_v = cache.self_k[: len(indices)], cache.self_v[: len(indices)]
+            cache.self_k[:, :, :n] = k
+            cache.self_v[:, :, :n] = v
+            if cross_moves and cache.cross_k is not None:
+                cache.cross_k = cache.cross_k.index_select(0, indices)
+                cache.cross_v = cache.cross_v.index_select(0, indices)
+        if cross_moves and self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, indices)
+        self.src_rows = new_rows
+        return self

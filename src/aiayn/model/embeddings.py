@@ -1,0 +1,85 @@
+"""Token embeddings (§3.4) and positional encodings (§3.5).
+
+Shapes: B batch, T length, D d_model, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
+    """PE(pos, 2i) = sin(pos / base^(2i/D)), PE(pos, 2i+1) = cos(pos / base^(2i/D))  (§3.5).
+
+    Returns a (max_len, D) float32 table. An odd D drops the last cosine column.
+    """
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (L, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(D/2),)
+    angle = position / base ** (two_i / d_model)  # (L, ceil(D/2))
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table.float()
+
+
+class PositionalEncoding(nn.Module):
+    """Adds position information to embeddings, then dropout on the sum (§3.5, §5.4).
+
+    Args:
+        d_model: D.
+        max_len: the longest sequence supported.
+        kind: "sinusoidal" (fixed, §3.5) or "learned" (one trained vector per position).
+        base: sinusoid base (10000 in the paper).
+        dropout: dropout on the sum of embeddings and positions.
+    """
+
+    def __init__(self, d_model: int, max_len: int, *, kind: str = "sinusoidal",
+                 base: float = 10000.0, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.kind, self.max_len = kind, max_len
+        if kind == "sinusoidal":
+            # not persistent: a deterministic function of the config, not a weight
+            self.register_buffer("table", sinusoidal_table(max_len, d_model, base), persistent=False)
+        elif kind == "learned":
+            self.table = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, d_model ** -0.5))
+        else:
+            raise ValueError(f"positions ({kind!r}) must be one of sinusoidal, learned")
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x (B, T, D) -> x + PE[offset : offset + T], with dropout."""
+        end = offset + x.size(1)
+        if end > self.max_len:
+            raise ValueError(
+                f"sequence length {end} exceeds max_len ({self.max_len}); raise max_len in the config"
+            )
+        return self.dropout(x + self.table[offset:end])
+
+
+class Embeddings(nn.Module):
+    """Token embedding scaled by sqrt(d_model), plus positional encoding (§3.4, §3.5).
+
+    ``token`` may be shared between modules (source/target sharing and the tied output
+    projection, §3.4); this module only reads it.
+    """
+
+    def __init__(self, token: nn.Embedding, positions: PositionalEncoding) -> None:
+        super().__init__()
+        self.token, self.positions = token, positions
+        self.scale = math.sqrt(token.embedding_dim)
+
+    def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:
+        """(B, T) int64 -> (B, T, D)."""
+        return self.positions(self.token(tokens) * self.scale, offset)
+
+
+def token_embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
+    """An embedding initialised N(0, D^-1/2) so that x sqrt(D) gives unit scale; pad row zero."""
+    emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+    nn.init.normal_(emb.weight, 0.0, d_model ** -0.5)
+    with torch.no_grad():
+        emb.weight[pad_id].zero_()
+    return emb

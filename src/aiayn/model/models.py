@@ -1,0 +1,204 @@
+"""The three models, composed from the same parts: encoder-decoder, decoder-only, encoder-only.
+
+Shapes: B batch, S source length, T target length, D d_model, H heads, Dh head dim, V vocab.
+Token tensors are int64, padded with ``cfg.pad_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from ..config import ModelConfig
+from .cache import DecoderCache, LayerCache
+from .embeddings import Embeddings, PositionalEncoding, token_embedding
+from .layers import Decoder, Encoder
+from .masks import causal_padding_mask, padding_mask
+
+
+@dataclass
+class AttentionWeights:
+    """Per-layer attention weights, each (B, H, T_query, T_key); empty lists where absent."""
+
+    encoder: list[Tensor] = field(default_factory=list)
+    decoder: list[Tensor] = field(default_factory=list)
+    cross: list[Tensor] = field(default_factory=list)
+
+
+def _positions(cfg: ModelConfig) -> PositionalEncoding:
+    return PositionalEncoding(cfg.d_model, cfg.max_len, kind=cfg.positions, base=cfg.pos_base,
+                              dropout=cfg.dropout)
+
+
+def _init_linear_weights(model: nn.Module) -> None:
+    """Xavier-uniform projections and zero biases (as nn.Transformer); embeddings keep theirs."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+
+def _output_projection(cfg: ModelConfig, embedding: nn.Embedding) -> nn.Linear:
+    """The pre-softmax linear transformation, sharing the target embedding when tied (§3.4)."""
+    proj = nn.Linear(cfg.d_model, embedding.num_embeddings, bias=False)
+    if cfg.tie_output:
+        proj.weight = embedding.weight
+    else:
+        nn.init.normal_(proj.weight, 0.0, cfg.d_model ** -0.5)
+    return proj
+
+
+def _new_cache(cfg: ModelConfig, batch: int, max_len: int, like: Tensor) -> DecoderCache:
+    shape = (batch, cfg.n_heads, max_len, cfg.head_dim)
+    layers = [LayerCache(like.new_empty(shape), like.new_empty(shape))
+              for _ in range(cfg.n_decoder_layers)]
+    return DecoderCache(layers, src_rows=torch.arange(batch, device=like.device))
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer (§3, Figure 1).
+
+    Example::
+
+        cfg = ModelConfig.preset("base", vocab_size=37000)
+        logits = Transformer(cfg)(src, tgt_in)  # (B, S), (B, T) -> (B, T, V)
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        src_token = token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id)
+        tgt_token = (src_token if cfg.share_embeddings
+                     else token_embedding(cfg.target_vocab_size, cfg.d_model, cfg.pad_id))
+        self.src_embed = Embeddings(src_token, _positions(cfg))
+        self.tgt_embed = Embeddings(tgt_token, _positions(cfg))
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.output_proj = _output_projection(cfg, tgt_token)
+        _init_linear_weights(self.encoder)
+        _init_linear_weights(self.decoder)
+
+    def encode(self, src: Tensor, *, return_weights: bool = False
+               ) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """src (B, S) -> memory (B, S, D), src_mask (B, 1, 1, S), encoder weights."""
+        src_mask = padding_mask(src, self.cfg.pad_id)
+        memory, weights = self.encoder(self.src_embed(src), src_mask,
+                                       return_weights=return_weights)
+        return memory, src_mask, weights
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, *,
+               return_weights: bool = False) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Teacher-forced decoding: tgt_in (B, T) -> logits (B, T, V), self and cross weights.
+
+        Target padding needs no mask: pads sit after the real tokens and the causal mask already
+        hides every later position.
+        """
+        x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
+                                          return_weights=return_weights)
+        return self.output_proj(x), self_w, cross_w
+
+    def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False
+                ) -> Tensor | tuple[Tensor, AttentionWeights]:
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights]."""
+        memory, src_mask, enc_w = self.encode(src, return_weights=return_weights)
+        logits, self_w, cross_w = self.decode(tgt_in, memory, src_mask,
+                                              return_weights=return_weights)
+        if return_weights:
+            return logits, AttentionWeights(enc_w, self_w, cross_w)
+        return logits
+
+    # ------------------------------------------------------------ incremental decoding
+    def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> DecoderCache:
+        """A cache for up to ``max_len`` target positions, with every layer's cross-attention
+        keys and values projected from ``memory`` (B, S, D) once."""
+        cache = _new_cache(self.cfg, memory.size(0), max_len, memory)
+        cache.src_mask = src_mask
+        for layer, layer_cache in zip(self.decoder.layers, cache.layers):
+            layer_cache.cross_k, layer_cache.cross_v = layer.cross_attn.project_kv(memory)
+        return cache
+
+    def decode_step(self, tgt: Tensor, cache: DecoderCache, *, return_weights: bool = False
+                    ) -> Tensor | tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Decode the next positions: tgt (B, t) -> logits (B, t, V); the cache advances by t."""
+        x = self.tgt_embed(tgt, offset=cache.length)
+        x, self_w, cross_w = self.decoder(x, cache=cache, return_weights=return_weights)
+        logits = self.output_proj(x)
+        return (logits, self_w, cross_w) if return_weights else logits
+
+
+class LanguageModel(nn.Module):
+    """A decoder-only Transformer: decoder layers without cross-attention, tied output."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        token = token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id)
+        self.embed = Embeddings(token, _positions(cfg))
+        self.decoder = Decoder(cfg, cross_attention=False)
+        self.output_proj = _output_projection(cfg, token)
+        _init_linear_weights(self.decoder)
+
+    def _self_mask(self, tokens: Tensor) -> Tensor | None:
+        # left-padded prompts need pad keys hidden; otherwise the causal mask alone suffices
+        if (tokens == self.cfg.pad_id).any():
+            return causal_padding_mask(tokens, self.cfg.pad_id)
+        return None
+
+    def forward(self, tokens: Tensor, *, return_weights: bool = False
+                ) -> Tensor | tuple[Tensor, AttentionWeights]:
+        """tokens (B, T) -> next-token logits (B, T, V) [and AttentionWeights]."""
+        x, self_w, _ = self.decoder(self.embed(tokens), self_mask=self._self_mask(tokens),
+                                    return_weights=return_weights)
+        logits = self.output_proj(x)
+        return (logits, AttentionWeights(decoder=self_w)) if return_weights else logits
+
+    def init_cache(self, batch_size: int, max_len: int) -> DecoderCache:
+        return _new_cache(self.cfg, batch_size, max_len, self.output_proj.weight)
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        """tokens (B, t), the next t positions -> logits (B, t, V); the cache advances by t."""
+        x, _, _ = self.decoder(self.embed(tokens, offset=cache.length), cache=cache)
+        return self.output_proj(x)
+
+
+@dataclass
+class EncoderOutput:
+    """hidden (B, S, D); pooled (B, D): mean over real tokens; logits (B, C) or None."""
+
+    hidden: Tensor
+    pooled: Tensor
+    logits: Tensor | None = None
+
+
+class EncoderModel(nn.Module):
+    """An encoder-only Transformer with a pooled output and an optional classifier.
+
+    Args:
+        cfg: the model config (its encoder fields are used).
+        num_classes: size of the classification head on the pooled output, or None for none.
+    """
+
+    def __init__(self, cfg: ModelConfig, *, num_classes: int | None = None) -> None:
+        super().__init__()
+        if num_classes is not None and num_classes < 1:
+            raise ValueError(f"num_classes ({num_classes}) must be a positive integer or None")
+        self.cfg = cfg
+        self.embed = Embeddings(token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id),
+                                _positions(cfg))
+        self.encoder = Encoder(cfg)
+        self.classifier = nn.Linear(cfg.d_model, num_classes) if num_classes else None
+        _init_linear_weights(self)
+
+    def forward(self, src: Tensor, *, return_weights: bool = False
+                ) -> EncoderOutput | tuple[EncoderOutput, AttentionWeights]:
+        """src (B, S) -> EncoderOutput [and AttentionWeights]."""
+        mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
+        hidden, weights = self.encoder(self.embed(src), mask, return_weights=return_weights)
+        real = mask[:, 0, 0, :, None].to(hidden.dtype)  # (B, S, 1)
+        pooled = (hidden * real).sum(1) / real.sum(1).clamp_min(1.0)  # (B, D)
+        logits = self.classifier(pooled) if self.classifier is not None else None
+        out = EncoderOutput(hidden, pooled, logits)
+        return (out, AttentionWeights(encoder=weights)) if return_weights else out

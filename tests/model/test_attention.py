@@ -1,0 +1,104 @@
+import pytest
+import torch
+from torch import nn
+
+from aiayn.model import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from tests.conftest import random_tokens
+
+D, H = 32, 4
+
+
+def copy_from_torch(ref: nn.MultiheadAttention) -> MultiHeadAttention:
+    ours = MultiHeadAttention(D, H)
+    with torch.no_grad():
+        ours.in_proj.weight.copy_(ref.in_proj_weight)
+        ours.in_proj.bias.copy_(ref.in_proj_bias)
+        ours.out_proj.weight.copy_(ref.out_proj.weight)
+        ours.out_proj.bias.copy_(ref.out_proj.bias)
+    return ours
+
+
+@pytest.mark.parametrize("use_padding", [False, True])
+def test_self_attention_equals_torch_multihead_attention(use_padding):
+    ref = nn.MultiheadAttention(D, H, batch_first=True)
+    ours = copy_from_torch(ref)
+    x = torch.randn(3, 7, D)
+    tokens = random_tokens(3, 7, lengths=[7, 4, 2] if use_padding else None)
+    mask = padding_mask(tokens, 0)  # True = may attend
+    expected, expected_w = ref(x, x, x, key_padding_mask=~mask[:, 0, 0], average_attn_weights=False)
+    got, _ = ours(x, x, x, mask)
+    got_ref, weights = ours(x, x, x, mask, return_weights=True)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(got_ref, expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(weights, expected_w, atol=1e-5, rtol=0)
+
+
+def test_cross_attention_equals_torch_multihead_attention():
+    ref = nn.MultiheadAttention(D, H, batch_first=True)
+    ours = copy_from_torch(ref)
+    query, memory = torch.randn(2, 5, D), torch.randn(2, 9, D)
+    mask = padding_mask(random_tokens(2, 9, lengths=[9, 3]), 0)
+    expected, _ = ref(query, memory, memory, key_padding_mask=~mask[:, 0, 0])
+    got, _ = ours(query, memory, memory, mask)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_distinct_key_and_value_inputs_equal_torch():
+    ref = nn.MultiheadAttention(D, H, batch_first=True)
+    ours = copy_from_torch(ref)
+    q, k, v = torch.randn(2, 5, D), torch.randn(2, 6, D), torch.randn(2, 6, D)
+    torch.testing.assert_close(ours(q, k, v)[0], ref(q, k, v)[0], atol=1e-5, rtol=0)
+
+
+def test_causal_self_attention_equals_torch_with_causal_mask():
+    ref = nn.MultiheadAttention(D, H, batch_first=True)
+    ours = copy_from_torch(ref)
+    x = torch.randn(2, 6, D)
+    expected, _ = ref(x, x, x, attn_mask=~causal_mask(6)[0, 0])
+    torch.testing.assert_close(ours(x, x, x, is_causal=True)[0], expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_path_equals_reference_path(causal):
+    q, k, v = (torch.randn(2, H, 6, 8) for _ in range(3))
+    mask = None if causal else padding_mask(random_tokens(2, 6, lengths=[6, 3]), 0)
+    fused, none = scaled_dot_product_attention(q, k, v, mask, is_causal=causal)
+    reference, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=causal,
+                                                      return_weights=True)
+    assert none is None
+    torch.testing.assert_close(fused, reference, atol=1e-6, rtol=0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 6), atol=1e-6, rtol=0)
+
+
+def test_attention_weights_are_zero_at_masked_keys():
+    q, k, v = (torch.randn(2, H, 5, 8) for _ in range(3))
+    mask = padding_mask(random_tokens(2, 5, lengths=[5, 2]), 0)
+    _, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    assert torch.all(weights[1, :, :, 2:] == 0)
+    assert torch.all(weights[0] > 0)
+    _, causal = scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True)
+    assert torch.all(causal.triu(diagonal=1) == 0)
+
+
+def test_scores_are_scaled_by_sqrt_dk():
+    # with one key position weights are trivially 1; with two, the softmax of q.k / sqrt(d_k)
+    q = torch.ones(1, 1, 1, 16)
+    k = torch.stack([torch.zeros(16), torch.ones(16)])[None, None]  # (1, 1, 2, 16)
+    v = torch.eye(2)[None, None]
+    _, w = scaled_dot_product_attention(q, k, v, return_weights=True)
+    expected = torch.softmax(torch.tensor([0.0, 16 / 4]), 0)
+    torch.testing.assert_close(w[0, 0, 0], expected)
+
+
+def test_masks_follow_true_means_attend():
+    tokens = torch.tensor([[5, 6, 0]])
+    assert padding_mask(tokens, 0).tolist() == [[[[True, True, False]]]]
+    assert causal_mask(3)[0, 0].tolist() == [[True, False, False], [True, True, False],
+                                             [True, True, True]]
+    assert causal_mask(2, offset=2)[0, 0].tolist() == [[True, True, True, False],
+                                                        [True, True, True, True]]
+
+
+def test_head_count_must_divide_width():
+    with pytest.raises(ValueError, match=r"d_model \(30\) must be divisible by n_heads \(4\)"):
+        MultiHeadAttention(30, 4)
