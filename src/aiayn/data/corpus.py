@@ -1,0 +1,136 @@
+"""Memory-mapped parallel corpora and token-based batching (§5.1: batches of similar length).
+
+A batch is a set of sentence indices whose padded size, (sentences) x (longest side + 1), stays
+within ``max_tokens``. Sentences are sorted by length with random tie-breaking, cut into batches,
+and the batch order is shuffled; both depend only on (seed, epoch), so any position in training
+is reproducible from (epoch, batch index) alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import UserError
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+class ParallelCorpus:
+    """One prepared split, memory-mapped: sentence i is ``src(i)``, ``tgt(i)`` (ids, no specials)."""
+
+    def __init__(self, data_dir: str | Path, split: str) -> None:
+        data_dir = Path(data_dir)
+        self.sides = {}
+        for side in ("src", "tgt"):
+            ids_path = data_dir / f"{split}.{side}.ids.npy"
+            off_path = data_dir / f"{split}.{side}.offsets.npy"
+            if not ids_path.is_file() or not off_path.is_file():
+                raise UserError(f"{data_dir}: no prepared {split!r} split ({ids_path.name} is "
+                                "missing); run `aiayn prepare` first")
+            try:
+                ids = np.load(ids_path, mmap_mode="r", allow_pickle=False)
+                offsets = np.load(off_path, allow_pickle=False)
+            except (ValueError, OSError) as err:
+                raise UserError(f"{ids_path}: corrupt prepared data ({err}); "
+                                "run `aiayn prepare` again") from None
+            self.sides[side] = (ids, offsets)
+        self.src_lengths = np.diff(self.sides["src"][1])
+        self.tgt_lengths = np.diff(self.sides["tgt"][1])
+        if len(self.src_lengths) != len(self.tgt_lengths):
+            raise UserError(f"{data_dir}: {split} source and target counts differ; "
+                            "run `aiayn prepare` again")
+
+    def __len__(self) -> int:
+        return len(self.src_lengths)
+
+    def ids(self, side: str, index: int) -> np.ndarray:
+        ids, offsets = self.sides[side]
+        return ids[offsets[index]:offsets[index + 1]]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Per sentence, the longer side in model positions: source + EOS, target + BOS/EOS."""
+        return np.maximum(self.src_lengths, self.tgt_lengths) + 1
+
+    def collate(self, indices: np.ndarray) -> "Batch":
+        """Pad a batch: src = ids + EOS; tgt_in = BOS + ids; tgt_out = ids + EOS."""
+        srcs = [self.ids("src", i) for i in indices]
+        tgts = [self.ids("tgt", i) for i in indices]
+        b = len(indices)
+        src = torch.full((b, max(len(s) for s in srcs) + 1), PAD_ID, dtype=torch.long)
+        t = max(len(x) for x in tgts) + 1
+        tgt_in = torch.full((b, t), PAD_ID, dtype=torch.long)
+        tgt_out = torch.full((b, t), PAD_ID, dtype=torch.long)
+        for row, (s, x) in enumerate(zip(srcs, tgts)):
+            src[row, :len(s)] = torch.from_numpy(s.astype(np.int64))
+            src[row, len(s)] = EOS_ID
+            x = torch.from_numpy(x.astype(np.int64))
+            tgt_in[row, 0] = BOS_ID
+            tgt_in[row, 1:len(x) + 1] = x
+            tgt_out[row, :len(x)] = x
+            tgt_out[row, len(x)] = EOS_ID
+        return Batch(src, tgt_in, tgt_out)
+
+
+@dataclass
+class Batch:
+    src: Tensor  # (B, S)
+    tgt_in: Tensor  # (B, T)
+    tgt_out: Tensor  # (B, T)
+
+    @property
+    def target_tokens(self) -> int:
+        return int((self.tgt_out != PAD_ID).sum())
+
+    def to(self, device: torch.device | str) -> "Batch":
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+
+
+def token_batches(sizes: np.ndarray, max_tokens: int, *, seed: int, epoch: int,
+                  shuffle: bool = True) -> list[np.ndarray]:
+    """Cut sentence indices into batches whose padded size (count x longest) <= max_tokens.
+
+    Every index appears in exactly one batch. With ``shuffle``, ties in length are broken at
+    random and the batch order is shuffled, both from (seed, epoch).
+    """
+    longest = int(sizes.max()) if len(sizes) else 0
+    if longest > max_tokens:
+        raise UserError(f"--max-tokens ({max_tokens}) is smaller than the longest sentence "
+                        f"({longest} tokens); raise --max-tokens or prepare with a lower --max-len")
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(sizes)) if shuffle else np.arange(len(sizes))
+    order = order[np.argsort(sizes[order], kind="stable")]  # ascending length, random ties
+    sorted_sizes = sizes[order]
+    batches, start = [], 0
+    n = len(order)
+    while start < n:
+        # sizes ascend, so the batch's longest is its last; grow while count x longest fits
+        end = start + 1
+        step = 64
+        while end < n:
+            probe = min(end + step, n)
+            if (probe - start) * int(sorted_sizes[probe - 1]) <= max_tokens:
+                end = probe
+                step *= 2
+            elif step > 1:
+                step //= 2
+            else:
+                break
+        batches.append(order[start:end])
+        start = end
+    if shuffle:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+def read_stats(data_dir: str | Path) -> dict:
+    path = Path(data_dir) / "stats.json"
+    if not path.is_file():
+        raise UserError(f"{data_dir}: not a prepared data directory (no stats.json); "
+                        "run `aiayn prepare --out DIR` first")
+    return json.loads(path.read_text())

@@ -1,0 +1,246 @@
+"""`aiayn prepare`: check parallel text, train a joint SentencePiece vocabulary, encode to id files.
+
+The output directory holds, per split (``train``, ``valid``) and side (``src``, ``tgt``):
+
+- ``{split}.{side}.ids.npy``      every sentence's token ids, concatenated (uint16 or uint32)
+- ``{split}.{side}.offsets.npy``  int64, n + 1 offsets: sentence i is ids[offsets[i]:offsets[i+1]]
+- ``valid.{side}.txt``            the kept validation sentences as text (BLEU references)
+
+plus ``spm.model`` (the shared BPE vocabulary, §5.1) and ``stats.json``. Training memory-maps the
+id files, so corpus size is bounded by disk, not RAM. Nothing is written in place: the directory
+is built beside the target and renamed into place when complete.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import UserError
+from .tokenizer import Tokenizer, train_tokenizer
+
+ENCODE_CHUNK = 10_000
+
+
+@dataclass
+class TextPair:
+    """Where one split's text comes from: two aligned files, or one two-column TSV."""
+
+    src: Path
+    tgt: Path | None = None  # None: ``src`` is a TSV with source<TAB>target
+
+    def describe(self) -> str:
+        return str(self.src) if self.tgt is None else f"{self.src} / {self.tgt}"
+
+
+@dataclass
+class SplitStats:
+    pairs: int = 0
+    empty_skipped: int = 0
+    too_long_filtered: int = 0
+    src_tokens: int = 0
+    tgt_tokens: int = 0
+    max_src_len: int = 0
+    max_tgt_len: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, expected a text file")
+    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    return raw  # type: ignore[return-value]
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """Decoded lines without their newline; invalid UTF-8 is an error naming file and line."""
+    with _open_text(path) as handle:
+        try:
+            for number, raw in enumerate(handle, 1):
+                try:
+                    yield raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as err:
+                    raise UserError(f"{path}: line {number} is not valid UTF-8 "
+                                    f"(byte {err.start}); convert the file to UTF-8") from None
+        except (OSError, EOFError) as err:  # a corrupt .gz
+            raise UserError(f"{path}: cannot be read ({err})") from None
+
+
+def read_pairs(source: TextPair) -> Iterator[tuple[str, str]]:
+    """Yield (source, target) sentence pairs, raw (empty lines included)."""
+    if source.tgt is None:
+        for number, line in enumerate(_lines(source.src), 1):
+            cols = line.split("\t")
+            if len(cols) != 2:
+                raise UserError(f"{source.src}: line {number} has {len(cols)} tab-separated "
+                                "columns, expected 2 (source<TAB>target)")
+            yield cols[0], cols[1]
+        return
+    src_lines, tgt_lines = _lines(source.src), _lines(source.tgt)
+    for pair in zip(src_lines, tgt_lines):
+        yield pair
+
+
+def check_pairs(source: TextPair) -> int:
+    """Validate a split before anything is written; return its line count."""
+    if source.tgt is None:
+        count = sum(1 for _ in read_pairs(source))
+        if count == 0:
+            raise UserError(f"{source.src}: the file is empty")
+        return count
+    counts = []
+    for path in (source.src, source.tgt):
+        n = sum(1 for _ in _lines(path))
+        if n == 0:
+            raise UserError(f"{path}: the file is empty")
+        counts.append(n)
+    if counts[0] != counts[1]:
+        raise UserError(f"{source.src} has {counts[0]} lines but {source.tgt} has {counts[1]}; "
+                        "parallel files must be aligned line by line")
+    return counts[0]
+
+
+class _IdWriter:
+    """Appends token-id sequences to a flat .npy file without holding the corpus in memory."""
+
+    def __init__(self, path: Path, dtype: np.dtype) -> None:
+        self.path, self.dtype = path, dtype
+        self.tmp = path.with_suffix(".raw")
+        self.handle = open(self.tmp, "wb")
+        self.lengths: list[int] = []  # 8 bytes a sentence; the ids themselves go to disk
+
+    def add(self, ids: list[int]) -> None:
+        self.handle.write(np.asarray(ids, dtype=self.dtype).tobytes())
+        self.lengths.append(len(ids))
+
+    def close(self) -> int:
+        self.handle.close()
+        total = int(sum(self.lengths))
+        out = np.lib.format.open_memmap(self.path, mode="w+", dtype=self.dtype, shape=(total,))
+        with open(self.tmp, "rb") as handle:
+            pos = 0
+            while chunk := handle.read(1 << 24):
+                arr = np.frombuffer(chunk, dtype=self.dtype)
+                out[pos:pos + len(arr)] = arr
+                pos += len(arr)
+        out.flush()
+        del out
+        self.tmp.unlink()
+        offsets = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        np.save(self.path.with_name(self.path.name.replace(".ids.npy", ".offsets.npy")), offsets)
+        return total
+
+
+def encode_split(tokenizer: Tokenizer, source: TextPair, out: Path, split: str,
+                 max_len: int, keep_text: bool) -> SplitStats:
+    """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``."""
+    dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65535 else np.uint32)
+    writers = {side: _IdWriter(out / f"{split}.{side}.ids.npy", dtype) for side in ("src", "tgt")}
+    texts = ({side: open(out / f"{split}.{side}.txt", "w", encoding="utf-8")
+              for side in ("src", "tgt")} if keep_text else None)
+    stats = SplitStats()
+
+    def flush(batch: list[tuple[str, str]]) -> None:
+        src_ids = tokenizer.encode_batch([s for s, _ in batch])
+        tgt_ids = tokenizer.encode_batch([t for _, t in batch])
+        for (s_text, t_text), s, t in zip(batch, src_ids, tgt_ids):
+            # +1: each side carries one special token (EOS on the source, BOS/EOS on the target)
+            if len(s) + 1 > max_len or len(t) + 1 > max_len:
+                stats.too_long_filtered += 1
+                continue
+            writers["src"].add(s)
+            writers["tgt"].add(t)
+            stats.pairs += 1
+            stats.max_src_len = max(stats.max_src_len, len(s))
+            stats.max_tgt_len = max(stats.max_tgt_len, len(t))
+            if texts is not None:
+                texts["src"].write(s_text + "\n")
+                texts["tgt"].write(t_text + "\n")
+
+    batch: list[tuple[str, str]] = []
+    for s, t in read_pairs(source):
+        s, t = s.strip(), t.strip()
+        if not s or not t:
+            stats.empty_skipped += 1
+            continue
+        batch.append((s, t))
+        if len(batch) == ENCODE_CHUNK:
+            flush(batch)
+            batch = []
+    if batch:
+        flush(batch)
+    stats.src_tokens = writers["src"].close()
+    stats.tgt_tokens = writers["tgt"].close()
+    if texts is not None:
+        for handle in texts.values():
+            handle.close()
+    if stats.pairs == 0:
+        raise UserError(f"{source.describe()}: no sentence pair left after skipping "
+                        f"{stats.empty_skipped} empty and filtering {stats.too_long_filtered} "
+                        f"over --max-len {max_len}")
+    return stats
+
+
+def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
+            vocab_size: int = 8000, model_type: str = "bpe", max_len: int = 256,
+            sample_sentences: int = 2_000_000, overwrite: bool = False,
+            log=print) -> dict:
+    """Check, train the shared vocabulary on both sides of ``train``, encode every split.
+
+    Returns the statistics also written to ``out/stats.json``.
+    Raises UserError for bad input; ``out`` is left untouched then.
+    """
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise UserError(f"{out} already exists and is not empty; choose another --out "
+                        "or pass --overwrite")
+    if vocab_size < 16:
+        raise UserError(f"--vocab-size ({vocab_size}) is too small; use at least 16")
+    if max_len < 3:
+        raise UserError(f"--max-len ({max_len}) must be at least 3")
+    splits = {"train": train} | ({"valid": valid} if valid is not None else {})
+    lines = {name: check_pairs(src) for name, src in splits.items()}
+    log(f"checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    os.chmod(work, 0o755)
+    try:
+        def sentences() -> Iterator[str]:
+            for s, t in read_pairs(train):
+                for text in (s.strip(), t.strip()):
+                    if text:
+                        yield text
+
+        log(f"training a joint {model_type.upper()} vocabulary of {vocab_size:,} pieces")
+        tokenizer = train_tokenizer(sentences(), work / "spm", vocab_size=vocab_size,
+                                    model_type=model_type, sample_sentences=sample_sentences)
+        stats: dict = {"vocab_size": tokenizer.vocab_size, "model_type": model_type,
+                       "max_len": max_len, "splits": {}}
+        for name, source in splits.items():
+            log(f"encoding {name} ({source.describe()})")
+            split = encode_split(tokenizer, source, work, name, max_len, keep_text=name != "train")
+            stats["splits"][name] = {k: v for k, v in vars(split).items() if k != "notes"}
+            stats["splits"][name]["source"] = source.describe()
+            log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
+                f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")
+        (work / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return stats

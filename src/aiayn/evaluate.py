@@ -1,0 +1,32 @@
+"""`aiayn evaluate`: translate a source file and score it against references with sacreBLEU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sacrebleu
+
+from .errors import UserError
+from .translate import load
+
+
+def score(hypotheses: list[str], references: list[str]) -> dict:
+    """Detokenized corpus BLEU and chrF, with sacreBLEU's signatures."""
+    if len(hypotheses) != len(references):
+        raise UserError(f"{len(hypotheses)} hypotheses but {len(references)} references; "
+                        "the files must have one line per sentence")
+    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    b = bleu.corpus_score(hypotheses, [references])
+    c = chrf.corpus_score(hypotheses, [references])
+    return {"bleu": b.score, "bleu_signature": str(bleu.get_signature()),
+            "chrf": c.score, "chrf_signature": str(chrf.get_signature())}
+
+
+def evaluate(checkpoint: str | Path, sources: list[str], references: list[str], *,
+             device: str = "cpu", **decoding) -> dict:
+    """Translate ``sources`` with the checkpoint and score against ``references``."""
+    if len(sources) != len(references):
+        raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
+                        "they must be aligned line by line")
+    hypotheses = load(checkpoint, device=device).translate(sources, **decoding)
+    return {**score(hypotheses, references), "hypotheses": hypotheses}

@@ -1,0 +1,203 @@
+"""Self-sufficient checkpoint directories, written atomically, read without unpickling.
+
+A checkpoint directory holds everything needed to translate or to resume:
+
+- ``model.safetensors``       the weights (tied tensors stored once)
+- ``config.json``             the resolved ModelConfig
+- ``tokenizer.model``         the SentencePiece vocabulary
+- ``train_state.safetensors`` optimizer moments and RNG states (tensors only)
+- ``train_state.json``        step, data position, schedule, optimizer hyper-parameters, metrics
+
+It is written under a temporary name and renamed into place, so a process killed at any instant
+leaves every earlier checkpoint intact. ``RUN/checkpoints/last`` and ``.../best`` are symlinks,
+replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, load_model, save_file, save_model
+from torch import nn
+
+from ..config import ConfigError, ModelConfig
+from ..errors import UserError
+
+WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.model"
+STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _point(link: Path, target: str) -> None:
+    """Atomically make ``link`` a symlink to ``target`` (a sibling name)."""
+    tmp = link.with_name(f".{link.name}.tmp")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
+    """Split an optimizer state dict into flat tensors and JSON-able metadata."""
+    state = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for index, values in state["state"].items():
+        for key, value in values.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"optim.{index}.{key}"] = value.detach().cpu().contiguous()
+            else:
+                scalars[f"{index}.{key}"] = value
+    groups = [{k: list(v) if isinstance(v, tuple) else v for k, v in g.items()}
+              for g in state["param_groups"]]
+    return tensors, {"param_groups": groups, "scalars": scalars}
+
+
+def load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Tensor],
+                   meta: dict) -> None:
+    state: dict[int, dict[str, Any]] = {}
+    for name, value in tensors.items():
+        if name.startswith("optim."):
+            _, index, key = name.split(".", 2)
+            state.setdefault(int(index), {})[key] = value
+    for name, value in meta["scalars"].items():
+        index, key = name.split(".", 1)
+        state.setdefault(int(index), {})[key] = value
+    groups = [{k: tuple(v) if k == "betas" else v for k, v in g.items()}
+              for g in meta["param_groups"]]
+    optimizer.load_state_dict({"state": state, "param_groups": groups})
+
+
+def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig,
+                    tokenizer_path: Path, *, extra_tensors: dict[str, torch.Tensor] | None = None,
+                    state: dict[str, Any] | None = None) -> Path:
+    """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it."""
+    root = run_dir / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    final, tmp = root / name, root / f".tmp-{name}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    save_model(model, str(tmp / WEIGHTS))
+    cfg.save(tmp / CONFIG)
+    shutil.copyfile(tokenizer_path, tmp / TOKENIZER)
+    if state is not None:
+        save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
+        (tmp / STATE_JSON).write_text(json.dumps(state, indent=1) + "\n")
+    for file in tmp.iterdir():
+        with open(file, "rb") as handle:
+            os.fsync(handle.fileno())
+    _fsync_dir(tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    _point(root / "last", name)
+    _fsync_dir(root)
+    return final
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint directory, a run directory (its best, else last), or a clear error."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such checkpoint directory")
+    if (path / WEIGHTS).is_file():
+        return path
+    for pick in ("best", "last"):
+        candidate = path / "checkpoints" / pick
+        if (candidate / WEIGHTS).is_file():
+            return candidate.resolve()
+    raise UserError(f"{path}: not a checkpoint (no {WEIGHTS}) and no checkpoints/best or "
+                    "checkpoints/last inside; point --checkpoint at a checkpoint directory")
+
+
+def load_config(ckpt: Path) -> ModelConfig:
+    try:
+        return ModelConfig.load(ckpt / CONFIG)
+    except FileNotFoundError:
+        raise UserError(f"{ckpt}: {CONFIG} is missing; the checkpoint is incomplete") from None
+    except (json.JSONDecodeError, ConfigError, TypeError) as err:
+        raise UserError(f"{ckpt / CONFIG}: corrupt or invalid ({err})") from None
+
+
+def load_weights(model: nn.Module, ckpt: Path) -> None:
+    """Load ``model.safetensors`` into ``model``; a corrupt or mismatched file is a UserError."""
+    try:
+        missing, unexpected = load_model(model, str(ckpt / WEIGHTS), strict=False)
+    except FileNotFoundError:
+        raise UserError(f"{ckpt}: {WEIGHTS} is missing; the checkpoint is incomplete") from None
+    except (SafetensorError, RuntimeError, OSError, ValueError) as err:
+        msg = str(err).splitlines()[0]
+        raise UserError(f"{ckpt / WEIGHTS}: corrupt or does not match the config ({msg})") from None
+    if missing or unexpected:
+        raise UserError(f"{ckpt / WEIGHTS}: does not match {CONFIG} "
+                        f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
+
+
+def load_train_state(ckpt: Path) -> tuple[dict[str, torch.Tensor], dict]:
+    try:
+        tensors = load_file(str(ckpt / STATE_TENSORS))
+        state = json.loads((ckpt / STATE_JSON).read_text())
+    except FileNotFoundError as err:
+        raise UserError(f"{ckpt}: training state is missing ({Path(err.filename).name}); "
+                        "it cannot be resumed") from None
+    except (SafetensorError, json.JSONDecodeError, OSError) as err:
+        raise UserError(f"{ckpt}: training state is corrupt ({err}); "
+                        "resume from an earlier checkpoint") from None
+    return tensors, state
+
+
+def prune(run_dir: Path, keep_last: int, protect: set[str]) -> None:
+    """Delete step checkpoints beyond the newest ``keep_last``, never the protected ones."""
+    root = run_dir / "checkpoints"
+    steps = sorted((p for p in root.glob("step_*") if p.is_dir()), key=lambda p: p.name)
+    for old in steps[:-keep_last] if keep_last else steps:
+        if old.name not in protect:
+            shutil.rmtree(old)
+
+
+def list_step_checkpoints(run_dir: Path) -> list[Path]:
+    return sorted((p for p in (run_dir / "checkpoints").glob("step_*") if p.is_dir()),
+                  key=lambda p: p.name)
+
+
+def average_checkpoints(paths: list[Path], out: Path) -> Path:
+    """Average the weights of ``paths`` (§6.1) into a new checkpoint directory ``out``."""
+    if not paths:
+        raise UserError("no checkpoints to average")
+    cfg = load_config(paths[0])
+    total: dict[str, torch.Tensor] = {}
+    for path in paths:
+        if load_config(path) != cfg:
+            raise UserError(f"{path}: its config differs from {paths[0]}; only checkpoints of "
+                            "one run can be averaged")
+        try:
+            tensors = load_file(str(path / WEIGHTS))
+        except (SafetensorError, OSError) as err:
+            raise UserError(f"{path / WEIGHTS}: corrupt ({err})") from None
+        for key, value in tensors.items():
+            total[key] = total.get(key, 0) + value.double()
+    averaged = {k: (v / len(paths)).float() for k, v in total.items()}
+    tmp = out.with_name(f".tmp-{out.name}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    save_file(averaged, str(tmp / WEIGHTS), metadata={"averaged": json.dumps([str(p) for p in paths])})
+    shutil.copyfile(paths[0] / CONFIG, tmp / CONFIG)
+    shutil.copyfile(paths[0] / TOKENIZER, tmp / TOKENIZER)
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(tmp, out)
+    return out
