@@ -23,3 +23,37 @@ def random_tokens(batch: int, length: int, vocab: int = VOCAB, lengths=None) -> 
 @pytest.fixture
 def tiny_cfg() -> ModelConfig:
     return ModelConfig.preset("tiny", vocab_size=VOCAB)
+
+
+WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
+         "rho sigma tau upsilon phi chi psi omega").split()
+
+
+def toy_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """A toy translation task: the target is the source with words upper-cased and reversed."""
+    import random
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 7))]
+        pairs.append((" ".join(words), " ".join(w.upper() for w in reversed(words))))
+    return pairs
+
+
+def write_pairs(directory, name: str, pairs) -> tuple:
+    src, tgt = directory / f"{name}.src", directory / f"{name}.tgt"
+    src.write_text("".join(s + "\n" for s, _ in pairs))
+    tgt.write_text("".join(t + "\n" for _, t in pairs))
+    return src, tgt
+
+
+@pytest.fixture(scope="session")
+def toy_data(tmp_path_factory):
+    """A prepared toy corpus (400 training pairs, 40 validation pairs, 100-piece vocabulary)."""
+    from aiayn.data.prepare import TextPair, prepare
+    root = tmp_path_factory.mktemp("toy")
+    train = write_pairs(root, "train", toy_pairs(400, seed=1))
+    valid = write_pairs(root, "valid", toy_pairs(40, seed=2))
+    out = root / "data"
+    prepare(TextPair(*train), out, valid=TextPair(*valid), vocab_size=100, log=lambda *_: None)
+    return out

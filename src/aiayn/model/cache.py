@@ -65,7 +65,7 @@ class DecoderCache:
 
     def reorder(self, indices: Tensor) -> "DecoderCache":
         """Keep rows ``indices`` (B',) in that order: beams that survive, finished sentences that
-        leave. Cross-attention keys and values are left alone when every row still decodes the
+        leave, one row repeated per beam. Cross-attention keys and values are left alone when every row still decodes the
         same source sentence (a reorder among one sentence's beams)."""
         new_rows = self.src_rows.index_select(0, indices)
         cross_moves = not torch.equal(new_rows, self.src_rows)
@@ -74,7 +74,12 @@ class DecoderCache:
             # gather the valid prefix, then write it back into the (possibly shrunk) buffer
             k = cache.self_k[:, :, :n].index_select(0, indices)
             v = cache.self_v[:, :, :n].index_select(0, indices)
-            cache.self_k, cache.self_v = cache.self_k[: len(indices)], cache.self_v[: len(indices)]
+            rows = len(indices)
+            if rows > cache.self_k.size(0):  # growing (one row per beam): new buffers
+                cache.self_k = cache.self_k.new_empty((rows,) + cache.self_k.shape[1:])
+                cache.self_v = torch.empty_like(cache.self_k)
+            else:
+                cache.self_k, cache.self_v = cache.self_k[:rows], cache.self_v[:rows]
             cache.self_k[:, :, :n] = k
             cache.self_v[:, :, :n] = v
             if cross_moves and cache.cross_k is not None:

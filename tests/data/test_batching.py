@@ -1,0 +1,48 @@
+import numpy as np
+import pytest
+
+from aiayn.data.corpus import ParallelCorpus, token_batches
+from aiayn.errors import UserError
+
+
+@pytest.mark.parametrize("max_tokens", [40, 100, 1000])
+def test_batches_stay_within_max_tokens_and_cover_every_sentence_once(max_tokens):
+    sizes = np.random.default_rng(0).integers(1, 40, size=5000)
+    for epoch in range(2):
+        batches = token_batches(sizes, max_tokens, seed=3, epoch=epoch)
+        for batch in batches:
+            assert len(batch) * sizes[batch].max() <= max_tokens
+        seen = np.concatenate(batches)
+        assert np.array_equal(np.sort(seen), np.arange(5000))
+
+
+def test_batch_order_depends_only_on_seed_and_epoch():
+    sizes = np.random.default_rng(0).integers(1, 40, size=500)
+    a = token_batches(sizes, 200, seed=1, epoch=0)
+    b = token_batches(sizes, 200, seed=1, epoch=0)
+    c = token_batches(sizes, 200, seed=1, epoch=1)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(len(x) == len(y) and np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def test_batches_group_similar_lengths():
+    sizes = np.random.default_rng(0).integers(1, 100, size=2000)
+    batches = token_batches(sizes, 800, seed=0, epoch=0)
+    padded = sum(len(b) * sizes[b].max() for b in batches)
+    assert sizes.sum() / padded > 0.9  # little padding
+
+
+def test_a_sentence_longer_than_max_tokens_is_a_clear_error():
+    with pytest.raises(UserError, match=r"--max-tokens \(10\) is smaller than the longest"):
+        token_batches(np.array([5, 11]), 10, seed=0, epoch=0)
+
+
+def test_collate_adds_bos_and_eos_and_pads(toy_data):
+    corpus = ParallelCorpus(toy_data, "train")
+    batch = corpus.collate(np.array([0, 1]))
+    for row in range(2):
+        src, tgt = corpus.ids("src", row).tolist(), corpus.ids("tgt", row).tolist()
+        assert batch.src[row, :len(src) + 1].tolist() == src + [3]
+        assert batch.tgt_in[row, :len(tgt) + 1].tolist() == [2] + tgt
+        assert batch.tgt_out[row, :len(tgt) + 1].tolist() == tgt + [3]
+        assert (batch.tgt_out[row, len(tgt) + 1:] == 0).all()

@@ -1,0 +1,57 @@
+import math
+
+import pytest
+import torch
+
+from aiayn.config import ConfigError
+from aiayn.train.recipe import TrainConfig, label_smoothed_nll, noam_lr
+
+
+def test_label_smoothed_loss_equals_hand_computed_value():
+    logits = torch.tensor([[2.0, 0.5, -1.0, 0.0], [0.1, 0.2, 0.3, 0.4], [9.0, 9.0, 9.0, 9.0]])
+    target = torch.tensor([1, 3, 0])  # the last row is padding (pad_id 0)
+    gold = target.tolist()
+    eps, vocab = 0.1, 4
+    expected_loss = expected_nll = 0.0
+    for row in range(2):
+        logp = [x - math.log(sum(math.exp(y) for y in logits[row].tolist()))
+                for x in logits[row].tolist()]
+        q = [eps / vocab + (1 - eps) * (v == gold[row]) for v in range(vocab)]
+        expected_loss += -sum(qv * lp for qv, lp in zip(q, logp))
+        expected_nll += -logp[gold[row]]
+    loss, nll = label_smoothed_nll(logits, target, eps, pad_id=0)
+    assert loss.item() == pytest.approx(expected_loss, rel=1e-6)
+    assert nll.item() == pytest.approx(expected_nll, rel=1e-6)
+
+
+def test_label_smoothing_zero_is_cross_entropy():
+    logits, target = torch.randn(6, 10), torch.tensor([1, 2, 3, 4, 0, 0])
+    loss, nll = label_smoothed_nll(logits, target, 0.0, pad_id=0)
+    expected = torch.nn.functional.cross_entropy(logits, target, ignore_index=0, reduction="sum")
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(nll, expected)
+
+
+def test_schedule_matches_the_formula_at_known_steps():
+    # lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)  (Eq. 3)
+    assert noam_lr(1, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -1.5)
+    assert noam_lr(4000, 512, 4000) == pytest.approx(6.9877e-4, rel=1e-4)  # the peak
+    assert noam_lr(16000, 512, 4000) == pytest.approx(512 ** -0.5 / 16000 ** 0.5)
+    assert noam_lr(2000, 512, 4000) == pytest.approx(noam_lr(4000, 512, 4000) / 2)
+    assert noam_lr(100, 256, 50, scale=2.0) == pytest.approx(2 * 256 ** -0.5 * 100 ** -0.5)
+
+
+def test_train_config_defaults_are_the_paper_recipe():
+    cfg = TrainConfig()
+    assert cfg.adam_betas == (0.9, 0.98) and cfg.adam_eps == 1e-9
+    assert cfg.warmup == 4000 and cfg.label_smoothing == 0.1
+    assert cfg.model_config(37000).dropout == 0.1
+
+
+def test_unknown_training_key_names_the_nearest(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("max_tokns: 100\n")
+    with pytest.raises(ConfigError, match="unknown training config key 'max_tokns'; did you mean 'max_tokens'"):
+        TrainConfig.from_yaml(path)
+    with pytest.raises(ConfigError, match="unknown model config key 'n_head'; did you mean 'n_heads'"):
+        TrainConfig(model={"n_head": 4})

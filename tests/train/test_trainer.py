@@ -1,0 +1,142 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from aiayn import Transformer
+from aiayn.errors import UserError
+from aiayn.train import checkpoint as ckpt
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+from aiayn.translate import load
+
+FAST = dict(preset="tiny", model={"dropout": 0.1}, max_tokens=150, warmup=10, valid_every=4,
+            log_every=1, valid_bleu_sentences=4)
+
+
+
+def losses(run_dir: Path) -> dict[int, float]:
+    records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in records if "loss" in r}
+
+
+def test_resumed_training_equals_uninterrupted_training(toy_data, tmp_path):
+    cfg = TrainConfig(**FAST, max_steps=10)
+    quiet = dict(progress=False, log=lambda *_: None)
+    train(toy_data, tmp_path / "whole", cfg, **quiet)
+    train(toy_data, tmp_path / "split", TrainConfig(**FAST, max_steps=4), **quiet)
+    summary = train(toy_data, tmp_path / "split", cfg, resume=True, **quiet)
+    assert summary["step"] == 10 and summary["steps_run"] == 6
+    whole, split = losses(tmp_path / "whole"), losses(tmp_path / "split")
+    assert list(whole) == list(range(1, 11)) and whole == split  # bit-identical
+    a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
+    b = load_file(str(tmp_path / "split/checkpoints/last" / ckpt.WEIGHTS))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_run_directory_holds_self_sufficient_checkpoints(toy_data, tmp_path):
+    summary = train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=8, keep_last=1),
+                    progress=False, log=lambda *_: None)
+    root = tmp_path / "run" / "checkpoints"
+    names = sorted(p.name for p in root.iterdir())
+    assert "last" in names and "best" in names
+    assert (root / "last").resolve().name == "step_0000008"
+    for f in (ckpt.WEIGHTS, ckpt.CONFIG, ckpt.TOKENIZER, ckpt.STATE_JSON, ckpt.STATE_TENSORS):
+        assert (root / "last" / f).is_file()
+    records = [json.loads(x) for x in (tmp_path / "run/metrics.jsonl").read_text().splitlines()]
+    assert {"step", "loss", "lr", "tokens_per_s"} <= set(records[0])
+    assert {"valid_loss", "valid_bleu"} <= set(records[4])
+    assert summary["last"]["valid_loss"] > 0
+    assert load(tmp_path / "run").translate(["alpha beta"], beam=2)[0] is not None
+
+
+def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy_data):
+    """SIGKILL a process that writes checkpoints in a loop, at several instants."""
+    script = textwrap.dedent(f"""
+        import sys, torch
+        from pathlib import Path
+        from aiayn import ModelConfig, Transformer
+        from aiayn.train import checkpoint as ckpt
+        model = Transformer(ModelConfig.preset("small", vocab_size=8000))
+        run = Path(sys.argv[1])
+        for step in range(1, 10_000):
+            with torch.no_grad():
+                model.output_proj.weight.fill_(step)
+            ckpt.save_checkpoint(run, f"step_{{step:07d}}", model, model.cfg,
+                                 Path("{toy_data / 'spm.model'}"), state={{"step": step}})
+            print(step, flush=True)
+    """)
+    for delay in (0.9, 1.3, 1.7):
+        run = tmp_path / f"run{delay}"
+        proc = subprocess.Popen([sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE,
+                                text=True)
+        proc.stdout.readline()  # the first checkpoint is complete
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        last = (run / "checkpoints" / "last").resolve()
+        model = Transformer(ckpt.load_config(last))
+        ckpt.load_weights(model, last)  # loads, whole
+        step = int(last.name.split("_")[1])
+        assert torch.all(model.output_proj.weight == step)
+        assert json.loads((last / ckpt.STATE_JSON).read_text())["step"] == step
+
+
+def test_averaging_k_checkpoints_equals_the_mean_of_their_tensors(toy_data, tmp_path):
+    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=12, keep_last=3),
+          progress=False, log=lambda *_: None)
+    steps = ckpt.list_step_checkpoints(tmp_path / "run")
+    assert [p.name for p in steps] == ["step_0000004", "step_0000008", "step_0000012"]
+    out = ckpt.average_checkpoints(steps, tmp_path / "avg")
+    tensors = [load_file(str(p / ckpt.WEIGHTS)) for p in steps]
+    averaged = load_file(str(out / ckpt.WEIGHTS))
+    for key in averaged:
+        torch.testing.assert_close(averaged[key], sum(t[key] for t in tensors) / 3)
+    assert load(out).translate(["alpha"], beam=1)  # a usable checkpoint
+
+
+def test_resume_refuses_a_different_model_shape(toy_data, tmp_path):
+    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=4), progress=False,
+          log=lambda *_: None)
+    bigger = TrainConfig(**{**FAST, "model": {"dropout": 0.1, "d_ff": 128}}, max_steps=8)
+    with pytest.raises(UserError, match=r"the model differs \(d_ff 64 -> 128\)"):
+        train(toy_data, tmp_path / "run", bigger, resume=True, progress=False)
+    with pytest.raises(UserError, match="already holds checkpoints; pass --resume"):
+        train(toy_data, tmp_path / "run", TrainConfig(**FAST), progress=False)
+
+
+DDP_SCRIPT = """
+import os, sys, json, torch
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+cfg = TrainConfig(preset="tiny", max_tokens=150, warmup=10, valid_every=100, max_steps=5,
+                  valid_bleu_sentences=0, log_every=1, grad_accum=int(sys.argv[3]), threads=1)
+train(sys.argv[1], sys.argv[2], cfg, progress=False, log=lambda *_: None)
+"""
+
+
+def test_ddp_with_two_gloo_processes_equals_one_process_on_the_global_batch(toy_data, tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_SCRIPT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                    "--master-port", "29517", str(script), str(toy_data), str(tmp_path / "ddp"),
+                    "1"], check=True, env=env, capture_output=True)
+    subprocess.run([sys.executable, str(script), str(toy_data), str(tmp_path / "one"), "2"],
+                   check=True, env=env, capture_output=True)
+    a = load_file(str(tmp_path / "ddp/checkpoints/last" / ckpt.WEIGHTS))
+    b = load_file(str(tmp_path / "one/checkpoints/last" / ckpt.WEIGHTS))
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=0)
+    assert not torch.equal(a["output_proj.weight"],
+                           Transformer(ckpt.load_config(tmp_path / "one/checkpoints/last")
+                                       ).output_proj.weight)
