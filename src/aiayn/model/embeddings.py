@@ -10,6 +10,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .dropout import Dropout
+
 
 def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
     """PE(pos, 2i) = sin(pos / base^(2i/D)), PE(pos, 2i+1) = cos(pos / base^(2i/D))  (§3.5).
@@ -47,7 +49,7 @@ class PositionalEncoding(nn.Module):
             self.table = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, d_model ** -0.5))
         else:
             raise ValueError(f"positions ({kind!r}) must be one of sinusoidal, learned")
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """x (B, T, D) -> x + PE[offset : offset + T], with dropout."""

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from .attention import MultiHeadAttention
 from .cache import DecoderCache
+from .dropout import Dropout
 from .masks import causal_mask
 
 SublayerFn = Callable[[Tensor], tuple[Tensor, Tensor | None]]
@@ -27,7 +28,7 @@ class FeedForward(nn.Module):
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1
         self.linear2 = nn.Linear(d_ff, d_model)  # W_2
         self.activation = F.relu if activation == "relu" else F.gelu
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
@@ -46,7 +47,7 @@ class Residual(nn.Module):
         self.placement = placement
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.out_norm = nn.LayerNorm(d_model, eps=eps) if placement == "sandwich" else None
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer: SublayerFn) -> tuple[Tensor, Tensor | None]:
         if self.placement == "post":
