@@ -57,3 +57,14 @@ def toy_data(tmp_path_factory):
     out = root / "data"
     prepare(TextPair(*train), out, valid=TextPair(*valid), vocab_size=100, log=lambda *_: None)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(toy_data, tmp_path_factory):
+    """An untrained tiny model saved as a checkpoint with the toy tokenizer."""
+    from aiayn import Transformer
+    from aiayn.train import checkpoint as ckpt
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig.preset("tiny", vocab_size=100, max_len=64))
+    root = tmp_path_factory.mktemp("ckpt")
+    return ckpt.save_checkpoint(root, "step_0000001", model, model.cfg, toy_data / "spm.model")

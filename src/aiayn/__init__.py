@@ -2,6 +2,8 @@
 
 from .config import ConfigError, ModelConfig
 from .model import EncoderModel, LanguageModel, Transformer
+from .translate import Translator, load
 
 __version__ = "0.1.0"
-__all__ = ["ConfigError", "EncoderModel", "LanguageModel", "ModelConfig", "Transformer"]
+__all__ = ["ConfigError", "EncoderModel", "LanguageModel", "ModelConfig", "Transformer",
+           "Translator", "load"]

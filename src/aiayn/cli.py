@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("translate", help="translate text, one sentence per line")
     _add_decoding_flags(p)
     p.add_argument("--nbest", type=int, default=1)
+    p.add_argument("--alignments", action="store_true",
+                   help="append a TAB and Pharaoh i-j word alignments to every line")
     p.add_argument("-i", "--input", help="input file (default stdin)")
     p.add_argument("-o", "--output", help="output file (default stdout)")
 
@@ -85,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_decoding_flags(p)
     p.add_argument("--src", required=True)
     p.add_argument("--ref", required=True)
+
+    p = sub.add_parser("attend", help="attention heat maps (PNG) and an HTML browser")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("source", help="the source sentence")
+    p.add_argument("--target", help="teacher-force this reference (default: the translation)")
+    p.add_argument("--out", required=True, help="output directory")
+
+    p = sub.add_parser("positions", help="the sinusoidal positional encoding as a picture")
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--max-len", type=int, default=100)
+    p.add_argument("--base", type=float, default=10000.0)
+    p.add_argument("--out", required=True, help="PNG path")
     return parser
 
 
@@ -186,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
                                    on_batch=bar.update if bar else None)
         if bar:
             bar.close()
+        if args.alignments and args.nbest == 1:
+            out = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, out)]
         if args.nbest == 1:
             text = "".join(o + "\n" for o in out)
         else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
@@ -200,6 +216,22 @@ def run(args: argparse.Namespace) -> int:
                           device=args.device, **_decode_options(args))
         print(result["bleu_signature"] + " = " + f"{result['bleu']:.2f}")
         print(result["chrf_signature"] + " = " + f"{result['chrf']:.2f}")
+    elif args.command == "attend":
+        from .inspect import plot_attention, write_html
+        from .translate import load
+        translator = load(args.checkpoint)
+        maps = translator.attention(args.source, args.target)
+        target = args.target if args.target is not None else translator.tokenizer.sp.DecodePieces(
+            maps.tgt_tokens[1:])
+        written = plot_attention(maps, args.out)
+        written.append(write_html(maps, Path(args.out) / "index.html", source=args.source,
+                                  target=target))
+        print(f"wrote {len(written)} files to {args.out} (open {Path(args.out) / 'index.html'})")
+    elif args.command == "positions":
+        from .inspect import plot_positions
+        if args.d_model < 2 or args.max_len < 1:
+            raise UserError("--d-model must be at least 2 and --max-len at least 1")
+        print(f"wrote {plot_positions(args.d_model, args.max_len, args.out, args.base)}")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 import torch
@@ -21,6 +21,9 @@ from .decode.search import Hypothesis, beam_search, greedy_search
 from .errors import UserError
 from .model import Transformer
 from .train import checkpoint as ckpt
+
+if TYPE_CHECKING:
+    from .inspect import AttentionMaps
 
 
 class Translator:
@@ -108,6 +111,26 @@ class Translator:
         if nbest == 1:
             return [self.tokenizer.decode(h[0].tokens) for h in hyps]
         return [[(self.tokenizer.decode(x.tokens), x.score) for x in h] for h in hyps]
+
+
+    # --------------------------------------------------------------- inspecting
+    def attention(self, source: str, target: str | None = None) -> "AttentionMaps":
+        """Attention maps of one sentence: teacher-forced on ``target`` when given, otherwise on
+        the model's own translation (beam 4)."""
+        from .inspect import attention_maps
+        src_ids = self.encode_source(source)
+        if target is None:
+            tgt_ids = self.translate_ids([src_ids])[0][0].tokens
+        else:
+            tgt_ids = self.tokenizer.encode(target)[: self.cfg.max_len - 1]
+        return attention_maps(self.model, self.tokenizer, src_ids, tgt_ids)
+
+    def align(self, source: str, translation: str) -> str:
+        """Pharaoh 'i-j' word alignments of a translation, from cross-attention."""
+        from .inspect import pharaoh, word_alignments
+        if not source.strip() or not translation.strip():
+            return ""
+        return pharaoh(word_alignments(self.attention(source, translation)))
 
 
 def load(path: str | Path, *, device: str = "cpu") -> Translator:

@@ -34,16 +34,19 @@ class ParallelCorpus:
                                 "missing); run `aiayn prepare` first")
             try:
                 ids = np.load(ids_path, mmap_mode="r", allow_pickle=False)
-                offsets = np.load(off_path, allow_pickle=False)
+                offsets = np.load(off_path, mmap_mode="r", allow_pickle=False)
             except (ValueError, OSError) as err:
                 raise UserError(f"{ids_path}: corrupt prepared data ({err}); "
                                 "run `aiayn prepare` again") from None
             self.sides[side] = (ids, offsets)
-        self.src_lengths = np.diff(self.sides["src"][1])
-        self.tgt_lengths = np.diff(self.sides["tgt"][1])
+        # int32 lengths: a few bytes of index per sentence, the ids themselves stay on disk
+        self.src_lengths = np.diff(self.sides["src"][1]).astype(np.int32)
+        self.tgt_lengths = np.diff(self.sides["tgt"][1]).astype(np.int32)
         if len(self.src_lengths) != len(self.tgt_lengths):
             raise UserError(f"{data_dir}: {split} source and target counts differ; "
                             "run `aiayn prepare` again")
+        # per sentence, the longer side in model positions: source + EOS, target + BOS/EOS
+        self.sizes = np.maximum(self.src_lengths, self.tgt_lengths) + 1
 
     def __len__(self) -> int:
         return len(self.src_lengths)
@@ -51,11 +54,6 @@ class ParallelCorpus:
     def ids(self, side: str, index: int) -> np.ndarray:
         ids, offsets = self.sides[side]
         return ids[offsets[index]:offsets[index + 1]]
-
-    @property
-    def sizes(self) -> np.ndarray:
-        """Per sentence, the longer side in model positions: source + EOS, target + BOS/EOS."""
-        return np.maximum(self.src_lengths, self.tgt_lengths) + 1
 
     def collate(self, indices: np.ndarray) -> "Batch":
         """Pad a batch: src = ids + EOS; tgt_in = BOS + ids; tgt_out = ids + EOS."""
@@ -103,7 +101,8 @@ def token_batches(sizes: np.ndarray, max_tokens: int, *, seed: int, epoch: int,
         raise UserError(f"--max-tokens ({max_tokens}) is smaller than the longest sentence "
                         f"({longest} tokens); raise --max-tokens or prepare with a lower --max-len")
     rng = np.random.default_rng([seed, epoch])
-    order = rng.permutation(len(sizes)) if shuffle else np.arange(len(sizes))
+    index = np.int32 if len(sizes) < 2 ** 31 else np.int64
+    order = (rng.permutation(len(sizes)) if shuffle else np.arange(len(sizes))).astype(index)
     order = order[np.argsort(sizes[order], kind="stable")]  # ascending length, random ties
     sorted_sizes = sizes[order]
     batches, start = [], 0

@@ -55,7 +55,7 @@ def _next_logprobs(model: Transformer, tokens: Tensor, cache, step: int, max_len
     lprobs = logits.float().log_softmax(-1)
     lprobs[:, cfg.pad_id] = float("-inf")
     lprobs[:, cfg.bos_id] = float("-inf")
-    if step + 1 < min_len:
+    if step < min_len:
         lprobs[:, cfg.eos_id] = float("-inf")
     at_limit = step + 1 >= max_lens  # (rows,)
     if at_limit.any():

@@ -126,6 +126,46 @@ def evaluate_bleu(model: Transformer, corpus: ParallelCorpus, references: list[s
     return sacrebleu.corpus_bleu([hyps[i] for i in range(count)], [references[:count]]).score
 
 
+def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+               micro: list[Batch], *, lr: float, cfg: TrainConfig, pad_id: int,
+               device: torch.device) -> tuple[float, float, int]:
+    """One optimizer step over the micro-batches ``micro`` (gradient accumulation).
+
+    The loss is summed over target tokens and divided by the step's token count across all
+    ranks; DDP averages gradients over ranks, hence the factor ``world``. Returns this rank's
+    summed smoothed loss, summed NLL and target tokens.
+    """
+    _, world = _dist()
+    ddp = net if isinstance(net, DistributedDataParallel) else None
+    step_tokens = torch.tensor(float(sum(b.target_tokens for b in micro)))
+    if world > 1:
+        dist.all_reduce(step_tokens)
+    norm = world / float(step_tokens)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss_sum = nll_sum = 0.0
+    tokens = 0
+    for i, batch in enumerate(micro):
+        sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
+        with sync:
+            with _autocast(device, cfg.precision):
+                logits = net(batch.src, batch.tgt_in)
+            loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
+                                           cfg.label_smoothing, pad_id)
+            scaler.scale(loss * norm).backward()
+        loss_sum += loss.item()
+        nll_sum += nll.item()
+        tokens += batch.target_tokens
+    if cfg.clip_norm:
+        scaler.unscale_(optimizer)
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        nn.utils.clip_grad_norm_(params, cfg.clip_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return loss_sum, nll_sum, tokens
+
+
 def _autocast(device: torch.device, precision: str):
     dtype = autocast_dtype(precision)
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
@@ -214,8 +254,7 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
         model_cfg.save(run_dir / "model_config.json")
     metrics = MetricsLog(run_dir, is_main)
     metrics.truncate_after(pos.step)
-    ddp = DistributedDataParallel(model) if world > 1 else None
-    net: nn.Module = ddp if ddp is not None else model
+    net: nn.Module = DistributedDataParallel(model) if world > 1 else model
     scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
     n_params = sum(p.numel() for p in model.parameters())
     if is_main:
@@ -255,33 +294,12 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
             continue
         micro = [train_data.collate(batches[pos.batch + i]).to(device)
                  for i in range(cfg.grad_accum)]
-        step_tokens = torch.tensor(float(sum(b.target_tokens for b in micro)))
-        if world > 1:
-            dist.all_reduce(step_tokens)
-        # the loss is summed over tokens and divided by the step's global token count; DDP
-        # averages gradients over ranks, hence the factor world
-        norm = world / float(step_tokens)
         lr = noam_lr(pos.step + 1, model_cfg.d_model, cfg.warmup, cfg.lr_scale)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        for i, batch in enumerate(micro):
-            sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
-            with sync:
-                with _autocast(device, cfg.precision):
-                    logits = net(batch.src, batch.tgt_in)
-                loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
-                                               cfg.label_smoothing, model_cfg.pad_id)
-                scaler.scale(loss * norm).backward()
-            loss, nll = loss.detach(), nll.detach()
-            window["loss"] += loss.item()
-            window["nll"] += nll.item()
-            window["tokens"] += batch.target_tokens
-        if cfg.clip_norm:
-            scaler.unscale_(optimizer)
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
+        loss, nll, tokens = train_step(net, optimizer, scaler, micro, lr=lr, cfg=cfg,
+                                       pad_id=model_cfg.pad_id, device=device)
+        window["loss"] += loss
+        window["nll"] += nll
+        window["tokens"] += tokens
         pos.step += 1
         pos.batch += cfg.grad_accum
 

@@ -1,0 +1,179 @@
+"""Decoding speed (generated tokens/s): aiayn against Hugging Face and CTranslate2.
+
+Every system decodes the same random source sentences with a model of the same size (random
+weights: speed does not depend on them) and is forced to produce exactly ``--out-len`` tokens
+per sentence, so all do the same work. For CTranslate2 our own model is converted (weights
+copied into a CTranslate2 Transformer spec) and run in float32 and int8; Hugging Face runs a
+MarianMTModel of the same shape. Systems alternate within each row. Run by hand (bench extra:
+``pip install transformers ctranslate2``):
+
+    .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import torch
+
+from aiayn import ModelConfig, Transformer
+from aiayn.decode.search import beam_search, greedy_search
+
+VOCAB = 8000
+
+
+def to_ctranslate2(model: Transformer, directory: str) -> None:
+    """Write our post-norm Transformer as a CTranslate2 model (weights copied, not retrained)."""
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    cfg = model.cfg
+    spec = transformer_spec.TransformerSpec.from_config(
+        (cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, pre_norm=False,
+        activation=common_spec.Activation.RELU)
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    table = model.src_embed.positions.table.numpy()
+
+    def linear(dst, name, rows=None):
+        w, b = sd[f"{name}.weight"], sd.get(f"{name}.bias")
+        dst.weight = w if rows is None else w[rows]
+        if b is not None:
+            dst.bias = b if rows is None else b[rows]
+
+    def norm(dst, name):
+        dst.gamma, dst.beta = sd[f"{name}.weight"], sd[f"{name}.bias"]
+
+    d = cfg.d_model
+    for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
+        emb = stack.embeddings[0] if isinstance(stack.embeddings, list) else stack.embeddings
+        emb.weight = sd["src_embed.token.weight"]
+        stack.scale_embeddings = True
+        stack.position_encodings.encodings = table
+    for i, layer in enumerate(spec.encoder.layer):
+        p = f"encoder.layers.{i}"
+        linear(layer.self_attention.linear[0], f"{p}.self_attn.in_proj")
+        linear(layer.self_attention.linear[1], f"{p}.self_attn.out_proj")
+        norm(layer.self_attention.layer_norm, f"{p}.attn_block.norm")
+        linear(layer.ffn.linear_0, f"{p}.ffn.linear1")
+        linear(layer.ffn.linear_1, f"{p}.ffn.linear2")
+        norm(layer.ffn.layer_norm, f"{p}.ffn_block.norm")
+    for i, layer in enumerate(spec.decoder.layer):
+        p = f"decoder.layers.{i}"
+        linear(layer.self_attention.linear[0], f"{p}.self_attn.in_proj")
+        linear(layer.self_attention.linear[1], f"{p}.self_attn.out_proj")
+        norm(layer.self_attention.layer_norm, f"{p}.self_block.norm")
+        linear(layer.attention.linear[0], f"{p}.cross_attn.in_proj", slice(0, d))
+        linear(layer.attention.linear[1], f"{p}.cross_attn.in_proj", slice(d, 3 * d))
+        linear(layer.attention.linear[2], f"{p}.cross_attn.out_proj")
+        norm(layer.attention.layer_norm, f"{p}.cross_block.norm")
+        linear(layer.ffn.linear_0, f"{p}.ffn.linear1")
+        linear(layer.ffn.linear_1, f"{p}.ffn.linear2")
+        norm(layer.ffn.layer_norm, f"{p}.ffn_block.norm")
+    spec.decoder.projection.weight = sd["src_embed.token.weight"]
+    vocab = ["<blank>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, cfg.vocab_size)]
+    spec.register_source_vocabulary(vocab)
+    spec.register_target_vocabulary(vocab)
+    spec.config.layer_norm_epsilon = cfg.layer_norm_eps
+    spec.validate()
+    spec.save(directory)
+
+
+def marian(cfg: ModelConfig):
+    from transformers import MarianConfig, MarianMTModel
+    conf = MarianConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model,
+                        encoder_layers=cfg.n_encoder_layers, decoder_layers=cfg.n_decoder_layers,
+                        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
+                        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff,
+                        activation_function="relu", max_position_embeddings=cfg.max_len,
+                        scale_embedding=True, pad_token_id=0, eos_token_id=3,
+                        decoder_start_token_id=2, forced_eos_token_id=None)
+    return MarianMTModel(conf).eval()
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_size(size: str, args) -> None:
+    import ctranslate2
+
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset(size, vocab_size=VOCAB)
+    ours = Transformer(cfg).eval()
+    hf = marian(cfg)
+    out_len = args.out_len
+    gen = torch.Generator().manual_seed(0)
+    src = torch.randint(4, VOCAB, (32, args.src_len), generator=gen)
+    src[:, -1] = 3
+    tokens = [[f"t{int(i)}" for i in row[:-1]] for row in src]
+    with tempfile.TemporaryDirectory() as tmp:
+        to_ctranslate2(ours, tmp)
+        ct2 = {ct: ctranslate2.Translator(tmp, device="cpu", compute_type=ct,
+                                          intra_threads=torch.get_num_threads())
+               for ct in ("float32", "int8")}
+
+        def aiayn(batch, beam):
+            s = src[:batch]
+            if beam == 1:
+                greedy_search(ours, s, min_len=out_len - 1, max_len_a=0, max_len_b=out_len)
+            else:
+                beam_search(ours, s, beam=beam, lenpen=0.6, min_len=out_len - 1, max_len_a=0,
+                            max_len_b=out_len)
+
+        def hugging_face(batch, beam):
+            with torch.inference_mode():
+                hf.generate(src[:batch], attention_mask=torch.ones_like(src[:batch]),
+                            num_beams=beam, do_sample=False, min_new_tokens=out_len,
+                            max_new_tokens=out_len, length_penalty=0.6)
+
+        def ctranslate(kind):
+            def fn(batch, beam):
+                ct2[kind].translate_batch(tokens[:batch], beam_size=beam,
+                                          max_decoding_length=out_len,
+                                          min_decoding_length=out_len, length_penalty=0.6,
+                                          max_batch_size=batch)
+            return fn
+
+        systems = {"aiayn": aiayn, "Hugging Face": hugging_face,
+                   "CTranslate2 float32": ctranslate("float32"),
+                   "CTranslate2 int8": ctranslate("int8")}
+        for batch, beam, label in ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy")):
+            rates = {}
+            sentences = 32 if batch == 32 else args.single
+            for name, fn in systems.items():  # alternate systems within the row
+                def work():
+                    for start in range(0, sentences, batch):
+                        fn(batch, beam)
+                rates[name] = sentences * out_len / timed(work, args.repeats)
+            cells = " | ".join(f"{rates[n]:,.0f}" for n in systems)
+            ratio = rates["aiayn"] / rates["CTranslate2 float32"]
+            print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=["small", "base"])
+    parser.add_argument("--out-len", type=int, default=30)
+    parser.add_argument("--src-len", type=int, default=25)
+    parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 rows")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 unless named; "
+          f"{args.out_len} tokens out per sentence, sources of {args.src_len} tokens")
+    print("| size, batch | mode | aiayn | Hugging Face | CTranslate2 float32 | CTranslate2 int8 "
+          "| aiayn / CT2 float32 |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for size in args.sizes:
+        run_size(size, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make demo`: the main job on the embedded corpus, start to finish, in about 10 minutes on
+# 2 CPU cores: prepare a shared BPE vocabulary, train the `small` preset, report validation
+# BLEU with beam search, translate a few sentences.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+CORPUS=src/aiayn/data/demo
+OUT=${OUT:-runs/demo}
+MINUTES=${MINUTES:-7}
+
+echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
+[ -f "$OUT/data/stats.json" ] || $PY -m aiayn prepare \
+    --train-src $CORPUS/train.en.gz --train-tgt $CORPUS/train.es.gz \
+    --valid-src $CORPUS/dev.en.gz --valid-tgt $CORPUS/dev.es.gz \
+    --vocab-size 8000 --out "$OUT/data"
+
+echo "== 2/4 train: small preset, bf16 autocast, $MINUTES minutes"
+rm -rf "$OUT/run"  # the demo's own previous run
+$PY -m aiayn train --data "$OUT/data" --out "$OUT/run" --preset small --precision bf16 \
+    --max-minutes "$MINUTES" --max-tokens 4000 --warmup 400 --lr-scale 0.5 \
+    --valid-every 250 --valid-bleu-sentences 100 --keep-last 3 > "$OUT/train-summary.json"
+$PY -m aiayn average "$OUT/run" --last 3 --out "$OUT/averaged"
+$PY -m aiayn plot "$OUT/run"
+
+echo "== 3/4 evaluate: 500 dev sentences, beam 4, length penalty 0.6 (averaged checkpoints)"
+zcat $CORPUS/dev.en.gz > "$OUT/dev.en"
+zcat $CORPUS/dev.es.gz > "$OUT/dev.es"
+$PY -m aiayn evaluate --checkpoint "$OUT/averaged" --src "$OUT/dev.en" --ref "$OUT/dev.es"
+
+echo "== 4/4 translate"
+printf '%s\n' "In the beginning God created the heavens and the earth." \
+    "The Lord is my shepherd; I shall lack nothing." \
+    "Jesus said to them, \"Follow me.\"" \
+    | tee "$OUT/examples.en" \
+    | $PY -m aiayn translate --checkpoint "$OUT/averaged" | paste "$OUT/examples.en" - | sed 's/\t/\n  -> /'
+echo "run directory: $OUT/run (curves: $OUT/run/curves.png)"

@@ -1,0 +1,267 @@
+"""What the model attends to: attention maps, word alignments, positional encodings as pictures.
+
+The model returns attention weights only when asked (``return_weights=True``); everything here
+consumes them from outside the model.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from .model import sinusoidal_table
+
+KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
+         "cross": "cross-attention (decoder -> encoder)"}
+
+
+@dataclass
+class AttentionMaps:
+    """Tokens and weights of one sentence pair.
+
+    Attributes:
+        src_tokens: source subword pieces (with the final </s>).
+        tgt_tokens: decoder input pieces (<s> then the target pieces); row t of a decoder map is
+            the query that predicts target piece t.
+        encoder: per layer (H, S, S); decoder: per layer (H, T, T); cross: per layer (H, T, S).
+    """
+
+    src_tokens: list[str]
+    tgt_tokens: list[str]
+    encoder: list[Tensor]
+    decoder: list[Tensor]
+    cross: list[Tensor]
+
+    def axes(self, kind: str) -> tuple[list[str], list[str]]:
+        """(query labels, key labels) of one kind of map."""
+        return {"encoder": (self.src_tokens, self.src_tokens),
+                "decoder": (self.tgt_tokens, self.tgt_tokens),
+                "cross": (self.tgt_tokens, self.src_tokens)}[kind]
+
+
+def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> AttentionMaps:
+    """Teacher-forced forward pass of src (ids + EOS) and target (ids) with the weights kept."""
+    cfg = model.cfg
+    src = torch.tensor([src_ids])
+    tgt_in = torch.tensor([[cfg.bos_id, *tgt_ids]])
+    with torch.inference_mode():
+        _, weights = model(src, tgt_in, return_weights=True)
+    return AttentionMaps(
+        src_tokens=tokenizer.pieces(src_ids),
+        tgt_tokens=["<s>"] + tokenizer.pieces(tgt_ids),
+        encoder=[w[0].float() for w in weights.encoder],
+        decoder=[w[0].float() for w in weights.decoder],
+        cross=[w[0].float() for w in weights.cross],
+    )
+
+
+# ------------------------------------------------------------------------ alignments
+def word_starts(pieces: list[str]) -> list[int]:
+    """Word index of every SentencePiece piece ('▁' opens a word); specials get -1."""
+    out, word = [], -1
+    for piece in pieces:
+        if piece in ("</s>", "<s>", "<pad>"):
+            out.append(-1)
+            continue
+        if piece.startswith("\u2581") or word < 0:
+            word += 1
+        out.append(word)
+    return out
+
+
+def word_alignments(maps: AttentionMaps, layer: int | None = None) -> list[tuple[int, int]]:
+    """Source-target word alignments from cross-attention, as (source word, target word) pairs.
+
+    The weights of one decoder layer (by default the penultimate, which aligns better than the
+    last in Garg et al. 2019), averaged over heads; the attention of the query that *predicts*
+    each target piece is summed over the pieces of each word on both sides, and each target word
+    is aligned to the source word it attends to most. Each target word gets one link.
+    """
+    n_layers = len(maps.cross)
+    layer = max(n_layers - 2, 0) if layer is None else layer
+    weights = maps.cross[layer].mean(0)  # (T, S)
+    src_words = word_starts(maps.src_tokens)
+    tgt_words = word_starts(maps.tgt_tokens[1:])  # row t predicts tgt_tokens[t + 1]
+    n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
+    if n_src == 0 or n_tgt == 0:
+        return []
+    merged = torch.zeros(n_tgt, n_src)
+    for t, tw in enumerate(tgt_words):
+        for s, sw in enumerate(src_words):
+            if tw >= 0 and sw >= 0:
+                merged[tw, sw] += weights[t, s]
+    return [(int(merged[j].argmax()), j) for j in range(n_tgt)]
+
+
+def pharaoh(links: list[tuple[int, int]]) -> str:
+    """'i-j' pairs, source index first, as alignment tools read them."""
+    return " ".join(f"{i}-{j}" for i, j in sorted(links))
+
+
+# ------------------------------------------------------------------------ pictures
+def _heatmap(ax, weights: Tensor, rows: list[str], cols: list[str], title: str, fontsize: float):
+    image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto",
+                      interpolation="nearest")
+    ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=fontsize)
+    ax.set_yticks(range(len(rows)), rows, fontsize=fontsize)
+    ax.set_xlabel("key", fontsize=fontsize + 1)
+    ax.set_ylabel("query", fontsize=fontsize + 1)
+    ax.set_title(title, fontsize=fontsize + 2)
+    return image
+
+
+def _font(n_tokens: int) -> float:
+    return max(5.0, min(10.0, 260.0 / max(n_tokens, 1)))
+
+
+def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
+    """Write, per kind, a layers x heads grid and one head-averaged map per layer (PNG)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind, label in KINDS.items():
+        layers = getattr(maps, kind)
+        if not layers:
+            continue
+        rows, cols = maps.axes(kind)
+        n_layers, n_heads = len(layers), layers[0].size(0)
+        cell = max(2.8, 0.16 * max(len(rows), len(cols)) + 1.2)
+        font = _font(max(len(rows), len(cols)))
+        fig, axes = plt.subplots(n_layers, n_heads, figsize=(cell * n_heads + 1.2, cell * n_layers),
+                                 squeeze=False, constrained_layout=True)
+        for li, layer in enumerate(layers):
+            for hi in range(n_heads):
+                image = _heatmap(axes[li][hi], layer[hi], rows, cols,
+                                 f"layer {li + 1}, head {hi + 1}", font)
+        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+        fig.suptitle(f"{label}: every layer and head", fontsize=14)
+        path = out_dir / f"{kind}_heads.png"
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        written.append(path)
+        for li, layer in enumerate(layers):
+            size = max(4.5, 0.28 * max(len(rows), len(cols)) + 2.0)
+            fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
+            image = _heatmap(ax, layer.mean(0), rows, cols,
+                             f"{label}\nlayer {li + 1}, mean of {n_heads} heads",
+                             _font(max(len(rows), len(cols))) + 1)
+            fig.colorbar(image, ax=ax, label="attention weight")
+            path = out_dir / f"{kind}_layer{li + 1}_mean.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def plot_positions(d_model: int, max_len: int, out: str | Path, base: float = 10000.0) -> Path:
+    """The sinusoidal table (§3.5) as a heat map, and a few of its dimensions as curves."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = sinusoidal_table(max_len, d_model, base)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8.5), constrained_layout=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    image = top.imshow(table.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto",
+                       interpolation="nearest")
+    top.set(title=f"sinusoidal positional encoding (d_model {d_model}, base {base:g})",
+            xlabel="dimension i (even: sin, odd: cos)", ylabel="position")
+    fig.colorbar(image, ax=top, label="PE(pos, i)")
+    dims = sorted({0, 1, 4, 5, min(32, d_model - 2), min(33, d_model - 1)})
+    for dim in dims:
+        fn = "sin" if dim % 2 == 0 else "cos"
+        bottom.plot(table[:, dim].numpy(), label=f"i = {dim} ({fn})")
+    bottom.set(title="a few dimensions: each is a sinusoid, wavelength growing with i",
+               xlabel="position", ylabel="PE(pos, i)")
+    bottom.legend(loc="upper right", fontsize=8, ncols=3)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return Path(out)
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>aiayn attention: %(title)s</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+select,button{font-size:1em;margin-right:.6em}
+table{border-collapse:collapse;margin-top:1em}
+td{width:1.6em;height:1.6em;padding:0;border:1px solid #fff}
+th{font-weight:normal;font-size:.8em;padding:2px 4px;white-space:nowrap}
+th.col{writing-mode:vertical-rl;transform:rotate(180deg);vertical-align:bottom}
+#info{margin-top:.6em;min-height:1.2em;color:#555}
+</style></head><body>
+<h1>Attention: %(title)s</h1>
+<p>Source: %(source)s<br>Target: %(target)s</p>
+<label>map <select id="kind"></select></label>
+<label>layer <select id="layer"></select></label>
+<label>head <select id="head"></select></label>
+<div id="info">hover over a cell</div>
+<table id="grid"></table>
+<script id="data" type="application/json">%(data)s</script>
+<script>
+const D = JSON.parse(document.getElementById("data").textContent);
+const kind = document.getElementById("kind"), layer = document.getElementById("layer"),
+      head = document.getElementById("head"), grid = document.getElementById("grid"),
+      info = document.getElementById("info");
+function opt(sel, values, labels) {
+  sel.innerHTML = "";
+  values.forEach((v, i) => { const o = document.createElement("option");
+    o.value = v; o.textContent = labels[i]; sel.appendChild(o); });
+}
+function colour(w) {  // white -> dark blue
+  const c = Math.round(255 * (1 - w)); return `rgb(${c},${Math.round(c * 0.9 + 20)},255)`;
+}
+function draw() {
+  const k = D.kinds[kind.value], L = k.layers[layer.value];
+  const H = L.length, h = head.value;
+  const W = h === "mean" ? L[0].map((row, i) => row.map((_, j) =>
+      L.reduce((s, m) => s + m[i][j], 0) / H)) : L[h];
+  grid.innerHTML = "";
+  const hdr = grid.insertRow(); hdr.appendChild(document.createElement("th"));
+  k.cols.forEach(t => { const th = document.createElement("th"); th.className = "col";
+    th.textContent = t; hdr.appendChild(th); });
+  W.forEach((row, i) => { const tr = grid.insertRow();
+    const th = document.createElement("th"); th.textContent = k.rows[i]; tr.appendChild(th);
+    row.forEach((w, j) => { const td = tr.insertCell(); td.style.background = colour(w);
+      td.title = `${k.rows[i]} -> ${k.cols[j]}: ${w.toFixed(3)}`;
+      td.onmouseover = () => info.textContent = td.title; }); });
+}
+function layers() {
+  const k = D.kinds[kind.value];
+  opt(layer, k.layers.map((_, i) => i), k.layers.map((_, i) => `${i + 1}`));
+  const H = k.layers[0].length;
+  opt(head, ["mean", ...Array.from({length: H}, (_, i) => i)],
+      ["mean of heads", ...Array.from({length: H}, (_, i) => `${i + 1}`)]);
+  draw();
+}
+opt(kind, Object.keys(D.kinds), Object.keys(D.kinds).map(k => D.labels[k]));
+kind.onchange = layers; layer.onchange = draw; head.onchange = draw;
+layers();
+</script></body></html>
+"""
+
+
+def write_html(maps: AttentionMaps, path: str | Path, *, source: str, target: str) -> Path:
+    """One self-contained page (inline data and script, nothing fetched) to browse every map."""
+    kinds = {}
+    for kind in KINDS:
+        layers = getattr(maps, kind)
+        if layers:
+            rows, cols = maps.axes(kind)
+            kinds[kind] = {"rows": rows, "cols": cols,
+                           "layers": [[[[round(float(x), 4) for x in row] for row in h]
+                                       for h in layer] for layer in layers]}
+    data = json.dumps({"kinds": kinds, "labels": KINDS}).replace("</", "<\\/")
+    page = _PAGE % {"title": html.escape(source[:60]), "source": html.escape(source),
+                    "target": html.escape(target), "data": data}
+    Path(path).write_text(page, encoding="utf-8")
+    return Path(path)

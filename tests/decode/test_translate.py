@@ -1,0 +1,50 @@
+import pytest
+import sacrebleu
+import torch
+
+from aiayn.evaluate import evaluate, score
+from aiayn.translate import load
+
+
+def test_translations_come_back_in_input_order(tiny_checkpoint):
+    translator = load(tiny_checkpoint)
+    sentences = ["alpha beta gamma delta epsilon", "pi", "rho sigma", "tau upsilon phi chi psi"]
+    together = translator.translate(sentences, beam=2, max_tokens=8)  # several small batches
+    alone = [translator.translate([s], beam=2)[0] for s in sentences]
+    assert together == alone
+
+
+def test_empty_lines_give_empty_translations(tiny_checkpoint):
+    out = load(tiny_checkpoint).translate(["", "alpha", "   "], beam=2)
+    assert out[0] == "" and out[2] == "" and len(out) == 3
+
+
+def test_overlong_input_is_truncated_with_a_warning(tiny_checkpoint):
+    translator = load(tiny_checkpoint)
+    warnings = []
+    translator.warn = warnings.append
+    out = translator.translate([" ".join(["omega alpha"] * 100)], beam=1)
+    assert len(out) == 1
+    assert warnings and "truncated to 63" in warnings[0]
+
+
+def test_nbest_lists_are_sorted_with_scores(tiny_checkpoint):
+    out = load(tiny_checkpoint).translate(["alpha beta", "gamma"], beam=4, nbest=3)
+    for hyps in out:
+        assert len(hyps) == 3
+        scores = [s for _, s in hyps]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_evaluate_equals_sacrebleu_on_the_same_strings(tiny_checkpoint):
+    sources = ["alpha beta", "gamma delta epsilon", "pi rho"]
+    references = ["BETA ALPHA", "EPSILON DELTA GAMMA", "RHO PI"]
+    result = evaluate(tiny_checkpoint, sources, references, beam=2)
+    hyps = result["hypotheses"]
+    assert result["bleu"] == sacrebleu.corpus_bleu(hyps, [references]).score
+    assert result["chrf"] == sacrebleu.corpus_chrf(hyps, [references]).score
+    assert result["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    longer = ["EPSILON DELTA GAMMA BETA ALPHA", "OMEGA PSI CHI PHI"]
+    assert score(longer, longer)["bleu"] == pytest.approx(100.0)
+    half = ["EPSILON DELTA GAMMA BETA ALPHA", "OMEGA PSI"]
+    assert score(half, longer)["bleu"] == sacrebleu.corpus_bleu(half, [longer]).score < 100

@@ -1,0 +1,35 @@
+import pytest
+import torch
+
+from aiayn.model.dropout import Dropout, dropout
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_dropout_zeroes_a_fraction_p_and_rescales_the_rest(p):
+    x = torch.ones(1000, 1000)
+    y = dropout(x, p)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - (1 - p)) < 0.003
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / (1 - p)))
+    assert abs(y.mean().item() - 1.0) < 0.01  # expectation preserved
+
+
+def test_dropout_masks_follow_the_torch_seed_and_differ_between_calls():
+    x = torch.randn(64, 64)
+    torch.manual_seed(3)
+    a, b = dropout(x, 0.2), dropout(x, 0.2)
+    torch.manual_seed(3)
+    assert torch.equal(dropout(x, 0.2), a) and not torch.equal(a, b)
+
+
+def test_dropout_is_identity_in_eval_mode_and_at_zero():
+    layer = Dropout(0.5).eval()
+    x = torch.randn(10, 10)
+    assert layer(x) is x and dropout(x, 0.0) is x
+
+
+def test_dropout_gradient_uses_the_same_mask():
+    x = torch.randn(50, 50, requires_grad=True)
+    y = dropout(x, 0.3)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, (y != 0).float() / 0.7)

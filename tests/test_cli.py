@@ -1,0 +1,114 @@
+"""The command line: a smoke run end to end, and one clear line with exit code 2 per mistake."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aiayn.cli import main
+from tests.conftest import toy_pairs, write_pairs
+
+TRAIN = ["--preset", "tiny", "--max-tokens", "150", "--warmup", "10", "--valid-every", "3",
+         "--valid-bleu-sentences", "4", "--log-every", "1", "--no-progress"]
+
+
+def fails(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("aiayn: error: ") and "\n" not in err, err
+    assert message in err, err
+    return err
+
+
+def test_prepare_train_translate_evaluate_average_plot(tmp_path, capsys):
+    train = write_pairs(tmp_path, "train", toy_pairs(300, seed=1))
+    valid = write_pairs(tmp_path, "valid", toy_pairs(20, seed=2))
+    assert main(["prepare", "--train-src", str(train[0]), "--train-tgt", str(train[1]),
+                 "--valid-src", str(valid[0]), "--valid-tgt", str(valid[1]),
+                 "--vocab-size", "80", "--out", str(tmp_path / "data")]) == 0
+    assert main(["train", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "run"),
+                 "--max-steps", "6", *TRAIN]) == 0
+    summary = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert summary["step"] == 6
+    (tmp_path / "in.txt").write_text("alpha beta\n\ngamma\n")
+    assert main(["translate", "--checkpoint", str(tmp_path / "run"), "-i",
+                 str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--beam", "2"]) == 0
+    assert len((tmp_path / "out.txt").read_text().split("\n")) == 4  # 3 lines and the newline
+    assert (tmp_path / "out.txt").read_text().split("\n")[1] == ""
+    assert main(["evaluate", "--checkpoint", str(tmp_path / "run"), "--src", str(valid[0]),
+                 "--ref", str(valid[1]), "--beam", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "BLEU" in out or "nrefs:1" in out
+    assert main(["average", str(tmp_path / "run"), "--last", "2",
+                 "--out", str(tmp_path / "avg")]) == 0
+    assert (tmp_path / "avg" / "model.safetensors").is_file()
+    assert main(["plot", str(tmp_path / "run")]) == 0
+    assert (tmp_path / "run" / "curves.png").stat().st_size > 10_000
+
+
+def test_prepare_names_both_files_when_line_counts_differ(tmp_path, capsys):
+    (tmp_path / "a.en").write_text("one\ntwo\n")
+    (tmp_path / "a.es").write_text("uno\n")
+    fails(capsys, ["prepare", "--train-src", str(tmp_path / "a.en"), "--train-tgt",
+                   str(tmp_path / "a.es"), "--out", str(tmp_path / "d")],
+          f"{tmp_path / 'a.en'} has 2 lines but {tmp_path / 'a.es'} has 1")
+
+
+def test_prepare_reports_invalid_utf8_with_file_and_line(tmp_path, capsys):
+    (tmp_path / "a.en").write_text("one\ntwo\n")
+    (tmp_path / "a.es").write_bytes(b"uno\n\xc3\x28dos\n")
+    fails(capsys, ["prepare", "--train-src", str(tmp_path / "a.en"), "--train-tgt",
+                   str(tmp_path / "a.es"), "--out", str(tmp_path / "d")],
+          "a.es: line 2 is not valid UTF-8")
+
+
+def test_prepare_reports_an_empty_file(tmp_path, capsys):
+    (tmp_path / "a.en").write_text("")
+    (tmp_path / "a.es").write_text("uno\n")
+    fails(capsys, ["prepare", "--train-src", str(tmp_path / "a.en"), "--train-tgt",
+                   str(tmp_path / "a.es"), "--out", str(tmp_path / "d")], "a.en: the file is empty")
+
+
+def test_train_names_an_unknown_config_key_and_the_nearest(toy_data, tmp_path, capsys):
+    (tmp_path / "run.yaml").write_text("warmpu: 100\n")
+    fails(capsys, ["train", "--data", str(toy_data), "--out", str(tmp_path / "r"), "--config",
+                   str(tmp_path / "run.yaml")],
+          "unknown training config key 'warmpu'; did you mean 'warmup'?")
+    fails(capsys, ["train", "--data", str(toy_data), "--out", str(tmp_path / "r"), "--model",
+                   "d_modle=64"], "unknown model config key 'd_modle'; did you mean 'd_model'?")
+    fails(capsys, ["train", "--data", str(toy_data), "--out", str(tmp_path / "r"), "--model",
+                   "d_model=30"], "d_model (30) must be divisible by n_heads")
+
+
+def test_resume_with_another_vocabulary_is_refused(toy_data, tmp_path, capsys):
+    assert main(["train", "--data", str(toy_data), "--out", str(tmp_path / "run"),
+                 "--max-steps", "3", *TRAIN]) == 0
+    train = write_pairs(tmp_path, "t", toy_pairs(300, seed=5))
+    assert main(["prepare", "--train-src", str(train[0]), "--train-tgt", str(train[1]),
+                 "--vocab-size", "90", "--out", str(tmp_path / "other")]) == 0
+    fails(capsys, ["train", "--data", str(tmp_path / "other"), "--out", str(tmp_path / "run"),
+                   "--resume", "--max-steps", "6", *TRAIN], "the model differs (vocab_size 100 -> 90")
+    fails(capsys, ["train", "--data", str(toy_data), "--out", str(tmp_path / "fresh"),
+                   "--resume", *TRAIN], "has no checkpoint to resume from")
+
+
+def test_missing_and_corrupt_checkpoints_are_clear_errors(tiny_checkpoint, tmp_path, capsys):
+    fails(capsys, ["translate", "--checkpoint", str(tmp_path / "nothing")],
+          "no such checkpoint directory")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in tiny_checkpoint.iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    data = (broken / "model.safetensors").read_bytes()
+    (broken / "model.safetensors").write_bytes(data[: len(data) // 2])
+    fails(capsys, ["translate", "--checkpoint", str(broken)], "model.safetensors: corrupt")
+    (broken / "config.json").write_text("{not json")
+    fails(capsys, ["translate", "--checkpoint", str(broken)], "config.json: corrupt or invalid")
+
+
+def test_a_user_error_prints_one_line_and_no_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "aiayn", "translate", "--checkpoint",
+                             str(tmp_path / "missing")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr

@@ -1,0 +1,104 @@
+import json
+from html.parser import HTMLParser
+
+import matplotlib.image
+import pytest
+import torch
+
+from aiayn.cli import main
+from aiayn.inspect import word_alignments, word_starts, write_html
+from aiayn.translate import load
+
+
+@pytest.fixture(scope="module")
+def maps(tiny_checkpoint):
+    return load(tiny_checkpoint).attention("alpha beta gamma", target="GAMMA BETA ALPHA")
+
+
+def test_maps_have_layers_heads_queries_keys(maps):
+    s, t = len(maps.src_tokens), len(maps.tgt_tokens)
+    assert [tuple(w.shape) for w in maps.encoder] == [(4, s, s)] * 2
+    assert [tuple(w.shape) for w in maps.decoder] == [(4, t, t)] * 2
+    assert [tuple(w.shape) for w in maps.cross] == [(4, t, s)] * 2
+    assert maps.src_tokens[-1] == "</s>" and maps.tgt_tokens[0] == "<s>"
+    for w in maps.encoder + maps.decoder + maps.cross:
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    for w in maps.decoder:
+        assert torch.all(w.triu(1) == 0)  # lower-triangular: no looking ahead
+
+
+def test_masked_keys_get_zero_weight(tiny_checkpoint):
+    translator = load(tiny_checkpoint)
+    src = torch.tensor([[10, 11, 3, 0, 0]])  # two pads
+    _, weights = translator.model(src, torch.tensor([[2, 12]]), return_weights=True)
+    assert torch.all(weights.encoder[0][..., 3:] == 0) and torch.all(weights.cross[1][..., 3:] == 0)
+
+
+def test_attend_writes_readable_pngs_and_a_self_contained_page(tiny_checkpoint, tmp_path, capsys):
+    assert main(["attend", "--checkpoint", str(tiny_checkpoint), "alpha beta gamma delta",
+                 "--out", str(tmp_path)]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    for kind in ("encoder", "decoder", "cross"):
+        assert f"{kind}_heads.png" in names
+        assert f"{kind}_layer1_mean.png" in names and f"{kind}_layer2_mean.png" in names
+    grid = matplotlib.image.imread(tmp_path / "encoder_heads.png")
+    assert grid.shape[1] > grid.shape[0] > 300  # 4 heads wide, 2 layers high
+    single = matplotlib.image.imread(tmp_path / "cross_layer1_mean.png")
+    assert single.shape[0] >= 450 and single.shape[1] >= 550
+
+    page = (tmp_path / "index.html").read_text()
+    assert "<script src" not in page and "http" not in page.split("<body>")[1]
+
+    class Collect(HTMLParser):
+        data = ""
+        inside = False
+
+        def handle_starttag(self, tag, attrs):
+            self.inside = ("id", "data") in attrs
+
+        def handle_data(self, data):
+            if self.inside:
+                self.data += data
+
+    parser = Collect()
+    parser.feed(page)
+    data = json.loads(parser.data)
+    maps = load(tiny_checkpoint).attention("alpha beta gamma delta")
+    assert data["kinds"]["encoder"]["rows"] == maps.src_tokens
+    assert len(data["kinds"]["cross"]["layers"]) == 2
+
+
+def test_html_escapes_tokens(maps, tmp_path):
+    maps.src_tokens[0] = "</script><b>"
+    page = write_html(maps, tmp_path / "x.html", source="<i>", target="t").read_text()
+    assert "</script><b>" not in page and "&lt;i&gt;" in page
+
+
+def test_alignments_are_valid_word_indices(maps):
+    links = word_alignments(maps)
+    n_src = max(word_starts(maps.src_tokens)) + 1
+    n_tgt = max(word_starts(maps.tgt_tokens[1:])) + 1
+    assert len(links) == n_tgt == 3 and n_src == 3
+    assert all(0 <= i < n_src and 0 <= j < n_tgt for i, j in links)
+
+
+def test_word_starts_merge_subwords():
+    assert word_starts(["\u2581in", "\u2581the", "\u2581begin", "ning", "</s>"]) == [0, 1, 2, 2, -1]
+
+
+def test_translate_with_alignments(tiny_checkpoint, tmp_path):
+    (tmp_path / "in").write_text("alpha beta\n\n")
+    assert main(["translate", "--checkpoint", str(tiny_checkpoint), "--alignments", "--beam", "2",
+                 "-i", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    first, second = (tmp_path / "out").read_text().split("\n")[:2]
+    text, links = first.split("\t")
+    for link in links.split():
+        i, j = map(int, link.split("-"))
+        assert 0 <= i < 2 and 0 <= j < len(text.split())
+    assert second == "\t"
+
+
+def test_positions_picture(tmp_path):
+    assert main(["positions", "--d-model", "128", "--max-len", "50",
+                 "--out", str(tmp_path / "pe.png")]) == 0
+    assert matplotlib.image.imread(tmp_path / "pe.png").shape[:2] == (850, 1100)
