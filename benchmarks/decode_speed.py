@@ -36,16 +36,14 @@ def to_ctranslate2(model: Transformer, directory: str) -> None:
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     table = model.src_embed.positions.table.numpy()
 
-    def linear(dst, name, rows=None):
-        w, b = sd[f"{name}.weight"], sd.get(f"{name}.bias")
-        dst.weight = w if rows is None else w[rows]
-        if b is not None:
-            dst.bias = b if rows is None else b[rows]
+    def linear(dst, name):
+        dst.weight = sd[f"{name}.weight"]
+        if f"{name}.bias" in sd:
+            dst.bias = sd[f"{name}.bias"]
 
     def norm(dst, name):
         dst.gamma, dst.beta = sd[f"{name}.weight"], sd[f"{name}.bias"]
 
-    d = cfg.d_model
     for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
         emb = stack.embeddings[0] if isinstance(stack.embeddings, list) else stack.embeddings
         emb.weight = sd["src_embed.token.weight"]
@@ -53,7 +51,7 @@ def to_ctranslate2(model: Transformer, directory: str) -> None:
         stack.position_encodings.encodings = table
     for i, layer in enumerate(spec.encoder.layer):
         p = f"encoder.layers.{i}"
-        linear(layer.self_attention.linear[0], f"{p}.self_attn.in_proj")
+        linear(layer.self_attention.linear[0], f"{p}.self_attn.qkv_proj")
         linear(layer.self_attention.linear[1], f"{p}.self_attn.out_proj")
         norm(layer.self_attention.layer_norm, f"{p}.attn_block.norm")
         linear(layer.ffn.linear_0, f"{p}.ffn.linear1")
@@ -61,11 +59,11 @@ def to_ctranslate2(model: Transformer, directory: str) -> None:
         norm(layer.ffn.layer_norm, f"{p}.ffn_block.norm")
     for i, layer in enumerate(spec.decoder.layer):
         p = f"decoder.layers.{i}"
-        linear(layer.self_attention.linear[0], f"{p}.self_attn.in_proj")
+        linear(layer.self_attention.linear[0], f"{p}.self_attn.qkv_proj")
         linear(layer.self_attention.linear[1], f"{p}.self_attn.out_proj")
         norm(layer.self_attention.layer_norm, f"{p}.self_block.norm")
-        linear(layer.attention.linear[0], f"{p}.cross_attn.in_proj", slice(0, d))
-        linear(layer.attention.linear[1], f"{p}.cross_attn.in_proj", slice(d, 3 * d))
+        linear(layer.attention.linear[0], f"{p}.cross_attn.q_proj")
+        linear(layer.attention.linear[1], f"{p}.cross_attn.kv_proj")
         linear(layer.attention.linear[2], f"{p}.cross_attn.out_proj")
         norm(layer.attention.layer_norm, f"{p}.cross_block.norm")
         linear(layer.ffn.linear_0, f"{p}.ffn.linear1")

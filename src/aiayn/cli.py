@@ -143,6 +143,11 @@ def _text_pair(prefix: str, args: argparse.Namespace, required: bool):
     return None
 
 
+def _log(message: str) -> None:
+    """Progress messages go to stderr; stdout carries results."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def _read_lines(path: str | None) -> list[str]:
     if path is None:
         return sys.stdin.read().splitlines()
@@ -167,12 +172,13 @@ def run(args: argparse.Namespace) -> int:
         train = _text_pair("train", args, required=True)
         valid = _text_pair("valid", args, required=False)
         prepare(train, args.out, valid=valid, vocab_size=args.vocab_size,
-                model_type=args.model_type, max_len=args.max_len, overwrite=args.overwrite)
+                model_type=args.model_type, max_len=args.max_len, overwrite=args.overwrite,
+                log=_log)
         print(f"prepared {args.out}")
     elif args.command == "train":
         from .train.trainer import train
         summary = train(args.data, args.out, _train_config(args), resume=args.resume,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, log=_log)
         print(json.dumps(summary, indent=1))
     elif args.command == "average":
         from .train.checkpoint import average_checkpoints, list_step_checkpoints
@@ -190,8 +196,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {plot_run(Path(args.run), args.out)}")
     elif args.command == "translate":
         from .translate import load
+        translator = load(args.checkpoint, device=args.device)  # a bad checkpoint fails first
         lines = _read_lines(args.input)
-        translator = load(args.checkpoint, device=args.device)
         bar = None
         if args.output:
             from tqdm import tqdm
@@ -214,8 +220,8 @@ def run(args: argparse.Namespace) -> int:
         from .evaluate import evaluate
         result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref),
                           device=args.device, **_decode_options(args))
-        print(result["bleu_signature"] + " = " + f"{result['bleu']:.2f}")
-        print(result["chrf_signature"] + " = " + f"{result['chrf']:.2f}")
+        print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
+        print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
     elif args.command == "attend":
         from .inspect import plot_attention, write_html
         from .translate import load

@@ -8,14 +8,26 @@ from tests.conftest import random_tokens
 D, H = 32, 4
 
 
-def copy_from_torch(ref: nn.MultiheadAttention) -> MultiHeadAttention:
-    ours = MultiHeadAttention(D, H)
+def copy_from_torch(ref: nn.MultiheadAttention, self_attention: bool = True) -> MultiHeadAttention:
+    ours = MultiHeadAttention(D, H, self_attention=self_attention)
+    copy_attention(ours, ref)
+    return ours
+
+
+def copy_attention(ours: MultiHeadAttention, ref: nn.MultiheadAttention) -> None:
+    """nn.MultiheadAttention stacks W^Q; W^K; W^V in in_proj_weight, as we do."""
+    w, b = ref.in_proj_weight, ref.in_proj_bias
     with torch.no_grad():
-        ours.in_proj.weight.copy_(ref.in_proj_weight)
-        ours.in_proj.bias.copy_(ref.in_proj_bias)
+        if ours.self_attention:
+            ours.qkv_proj.weight.copy_(w)
+            ours.qkv_proj.bias.copy_(b)
+        else:
+            ours.q_proj.weight.copy_(w[:D])
+            ours.q_proj.bias.copy_(b[:D])
+            ours.kv_proj.weight.copy_(w[D:])
+            ours.kv_proj.bias.copy_(b[D:])
         ours.out_proj.weight.copy_(ref.out_proj.weight)
         ours.out_proj.bias.copy_(ref.out_proj.bias)
-    return ours
 
 
 @pytest.mark.parametrize("use_padding", [False, True])
@@ -35,7 +47,7 @@ def test_self_attention_equals_torch_multihead_attention(use_padding):
 
 def test_cross_attention_equals_torch_multihead_attention():
     ref = nn.MultiheadAttention(D, H, batch_first=True)
-    ours = copy_from_torch(ref)
+    ours = copy_from_torch(ref, self_attention=False)
     query, memory = torch.randn(2, 5, D), torch.randn(2, 9, D)
     mask = padding_mask(random_tokens(2, 9, lengths=[9, 3]), 0)
     expected, _ = ref(query, memory, memory, key_padding_mask=~mask[:, 0, 0])
@@ -43,11 +55,12 @@ def test_cross_attention_equals_torch_multihead_attention():
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
 
 
-def test_distinct_key_and_value_inputs_equal_torch():
-    ref = nn.MultiheadAttention(D, H, batch_first=True)
-    ours = copy_from_torch(ref)
-    q, k, v = torch.randn(2, 5, D), torch.randn(2, 6, D), torch.randn(2, 6, D)
-    torch.testing.assert_close(ours(q, k, v)[0], ref(q, k, v)[0], atol=1e-5, rtol=0)
+def test_inputs_must_fit_the_kind_of_attention():
+    x, y = torch.randn(2, 5, D), torch.randn(2, 6, D)
+    with pytest.raises(ValueError, match="same tensor as query, key and value"):
+        MultiHeadAttention(D, H)(x, y, y)
+    with pytest.raises(ValueError, match="same tensor \\(memory\\) as key and value"):
+        MultiHeadAttention(D, H, self_attention=False)(x, y, x)
 
 
 def test_causal_self_attention_equals_torch_with_causal_mask():

@@ -9,6 +9,7 @@ from torch import nn
 from aiayn import ModelConfig, Transformer
 from aiayn.model import causal_mask
 from tests.conftest import random_tokens
+from tests.model.test_attention import copy_attention
 
 
 def map_weights(ours: Transformer, ref: nn.Transformer) -> None:
@@ -29,10 +30,7 @@ def map_weights(ours: Transformer, ref: nn.Transformer) -> None:
     with torch.no_grad():
         for mine, theirs in pairs:
             if isinstance(theirs, nn.MultiheadAttention):
-                mine.in_proj.weight.copy_(theirs.in_proj_weight)
-                mine.in_proj.bias.copy_(theirs.in_proj_bias)
-                mine.out_proj.weight.copy_(theirs.out_proj.weight)
-                mine.out_proj.bias.copy_(theirs.out_proj.bias)
+                copy_attention(mine, theirs)
             else:
                 mine.weight.copy_(theirs.weight)
                 mine.bias.copy_(theirs.bias)

@@ -6,6 +6,7 @@ Special ids are fixed so that they agree with ``ModelConfig``: pad 0, unk 1, bos
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -57,15 +58,20 @@ def train_tokenizer(sentences: Iterable[str], prefix: Path, *, vocab_size: int,
 
     ``sample_sentences`` bounds the memory SentencePiece uses on a large corpus (it samples).
     """
+    options = dict(
+        sentence_iterator=iter(sentences), model_prefix=str(prefix), vocab_size=vocab_size,
+        model_type=model_type, character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID,
+        bos_id=BOS_ID, eos_id=EOS_ID, input_sentence_size=sample_sentences,
+        shuffle_input_sentence=True, hard_vocab_limit=False, num_threads=2, minloglevel=2,
+    )
     with open(os.devnull, "w") as quiet:
         try:
-            spm.SentencePieceTrainer.Train(
-                sentence_iterator=iter(sentences), model_prefix=str(prefix),
-                vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
-                pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-                input_sentence_size=sample_sentences, shuffle_input_sentence=True,
-                hard_vocab_limit=False, num_threads=2, minloglevel=2, logstream=quiet,
-            )
+            sys.stderr.fileno()  # SentencePiece silences its log by redirecting this descriptor
+            options["logstream"] = quiet
+        except (AttributeError, OSError, ValueError):
+            pass  # no real stderr (captured, notebook): minloglevel keeps it mostly quiet
+        try:
+            spm.SentencePieceTrainer.Train(**options)
         except RuntimeError as err:
             raise UserError(f"SentencePiece could not build a {vocab_size}-piece vocabulary: "
                             f"{err}; try a smaller --vocab-size") from None

@@ -65,23 +65,31 @@ def scaled_dot_product_attention(
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
 
-    The three input projections are stored stacked as one ``in_proj`` (rows W^Q; W^K; W^V, each
-    D x D, as ``nn.MultiheadAttention`` does), so self-attention projects with one matrix product
-    and cross-attention projects keys and values with one.
+    The input projections are stacked so that each is one matrix product: self-attention keeps
+    ``qkv_proj`` (rows W^Q; W^K; W^V, as ``nn.MultiheadAttention``'s ``in_proj_weight``);
+    cross-attention keeps ``q_proj`` (W^Q) for the decoder queries and ``kv_proj`` (W^K; W^V)
+    for the encoder memory, which incremental decoding projects once per source. Every
+    projection is an ``nn.Linear``, so dynamic int8 quantization applies to all of them.
 
     Args:
         d_model: model width D.
         n_heads: number of heads h; Dh = D / h.
+        self_attention: queries, keys and values come from one input (else: cross-attention).
         dropout: dropout on attention weights.
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, n_heads: int, *, self_attention: bool = True,
+                 dropout: float = 0.0) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
-        self.dropout = dropout
-        self.in_proj = nn.Linear(d_model, 3 * d_model)  # [W^Q; W^K; W^V]
+        self.self_attention, self.dropout = self_attention, dropout
+        if self_attention:
+            self.qkv_proj = nn.Linear(d_model, 3 * d_model)  # [W^Q; W^K; W^V]
+        else:
+            self.q_proj = nn.Linear(d_model, d_model)  # W^Q
+            self.kv_proj = nn.Linear(d_model, 2 * d_model)  # [W^K; W^V]
         self.out_proj = nn.Linear(d_model, d_model)  # W^O
 
     def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
@@ -90,20 +98,16 @@ class MultiHeadAttention(nn.Module):
         return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, Dh)
 
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Self-attention projections in one product: (B, T, D) -> 3 x (B, H, T, Dh)."""
-        return self._split_heads(self.in_proj(x), 3)  # type: ignore[return-value]
+        """Self-attention projections: (B, T, D) -> 3 x (B, H, T, Dh)."""
+        return self._split_heads(self.qkv_proj(x), 3)  # type: ignore[return-value]
 
     def project_query(self, x: Tensor) -> Tensor:
-        """(B, T, D) -> (B, H, T, Dh)."""
-        d = self.d_model
-        q = F.linear(x, self.in_proj.weight[:d], self.in_proj.bias[:d])
-        return self._split_heads(q, 1)[0]
+        """Cross-attention queries: (B, T, D) -> (B, H, T, Dh)."""
+        return self._split_heads(self.q_proj(x), 1)[0]
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Key and value projections in one product: (B, S, D) -> 2 x (B, H, S, Dh)."""
-        d = self.d_model
-        kv = F.linear(x, self.in_proj.weight[d:], self.in_proj.bias[d:])
-        return self._split_heads(kv, 2)  # type: ignore[return-value]
+        """Cross-attention keys and values: (B, S, D) -> 2 x (B, H, S, Dh)."""
+        return self._split_heads(self.kv_proj(x), 2)  # type: ignore[return-value]
 
     def attend(
         self,
@@ -137,19 +141,19 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Args: query (B, T, D), key and value (B, S, D); mask broadcastable to (B, H, T, S).
 
-        Returns (B, T, D) and, when ``return_weights``, the (B, H, T, S) weights.
+        Self-attention takes one tensor as query, key and value; cross-attention one tensor
+        (the encoder memory) as key and value. Returns (B, T, D) and, when ``return_weights``,
+        the (B, H, T, S) weights.
         """
-        # 1) project (one product when the inputs coincide)
-        if query is key and key is value:
+        # 1) project
+        if self.self_attention:
+            if not (key is query and value is query):
+                raise ValueError("self-attention takes the same tensor as query, key and value")
             q, k, v = self.project_qkv(query)
-        elif key is value:
+        else:
+            if key is not value:
+                raise ValueError("cross-attention takes the same tensor (memory) as key and value")
             q = self.project_query(query)
             k, v = self.project_kv(key)
-        else:
-            d = self.d_model
-            w, bias = self.in_proj.weight, self.in_proj.bias
-            q = self._split_heads(F.linear(query, w[:d], bias[:d]), 1)[0]
-            k = self._split_heads(F.linear(key, w[d:2 * d], bias[d:2 * d]), 1)[0]
-            v = self._split_heads(F.linear(value, w[2 * d:], bias[2 * d:]), 1)[0]
         # 2) attend and 3) merge heads
         return self.attend(q, k, v, mask, is_causal=is_causal, return_weights=return_weights)

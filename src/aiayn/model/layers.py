@@ -63,8 +63,9 @@ def _residual(cfg: ModelConfig) -> Residual:
     return Residual(cfg.d_model, placement=cfg.norm, dropout=cfg.dropout, eps=cfg.layer_norm_eps)
 
 
-def _attention(cfg: ModelConfig) -> MultiHeadAttention:
-    return MultiHeadAttention(cfg.d_model, cfg.n_heads, dropout=cfg.attn_dropout)
+def _attention(cfg: ModelConfig, *, self_attention: bool = True) -> MultiHeadAttention:
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=self_attention,
+                              dropout=cfg.attn_dropout)
 
 
 def _ffn(cfg: ModelConfig) -> FeedForward:
@@ -97,7 +98,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, *, cross_attention: bool = True) -> None:
         super().__init__()
         self.self_attn, self.self_block = _attention(cfg), _residual(cfg)
-        self.cross_attn = _attention(cfg) if cross_attention else None
+        self.cross_attn = _attention(cfg, self_attention=False) if cross_attention else None
         self.cross_block = _residual(cfg) if cross_attention else None
         self.ffn, self.ffn_block = _ffn(cfg), _residual(cfg)
 
