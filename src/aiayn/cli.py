@@ -33,6 +33,8 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len-b", type=int, default=50,
                    help="output may be this many tokens longer than the input (50)")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--int8", action="store_true",
+                   help="dynamic int8 quantization of the linear layers (CPU; faster, see docs)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {plot_run(Path(args.run), args.out)}")
     elif args.command == "translate":
         from .translate import load
-        translator = load(args.checkpoint, device=args.device)  # a bad checkpoint fails first
+        translator = load(args.checkpoint, device=args.device, int8=args.int8)  # fails first
         lines = _read_lines(args.input)
         bar = None
         if args.output:
@@ -219,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.command == "evaluate":
         from .evaluate import evaluate
         result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref),
-                          device=args.device, **_decode_options(args))
+                          device=args.device, int8=args.int8, **_decode_options(args))
         print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
         print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
     elif args.command == "attend":

@@ -23,10 +23,10 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
 
 
 def evaluate(checkpoint: str | Path, sources: list[str], references: list[str], *,
-             device: str = "cpu", **decoding) -> dict:
+             device: str = "cpu", int8: bool = False, **decoding) -> dict:
     """Translate ``sources`` with the checkpoint and score against ``references``."""
     if len(sources) != len(references):
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")
-    hypotheses = load(checkpoint, device=device).translate(sources, **decoding)
+    hypotheses = load(checkpoint, device=device, int8=int8).translate(sources, **decoding)
     return {**score(hypotheses, references), "hypotheses": hypotheses}

@@ -7,6 +7,7 @@ consumes them from outside the model.
 from __future__ import annotations
 
 import html
+import math
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,19 +105,21 @@ def pharaoh(links: list[tuple[int, int]]) -> str:
 
 
 # ------------------------------------------------------------------------ pictures
-def _heatmap(ax, weights: Tensor, rows: list[str], cols: list[str], title: str, fontsize: float):
+def _heatmap(ax, weights: Tensor, rows: list[str], cols: list[str], title: str,
+             fontsize: float, title_size: float):
     image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto",
                       interpolation="nearest")
     ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=fontsize)
     ax.set_yticks(range(len(rows)), rows, fontsize=fontsize)
     ax.set_xlabel("key", fontsize=fontsize + 1)
     ax.set_ylabel("query", fontsize=fontsize + 1)
-    ax.set_title(title, fontsize=fontsize + 2)
+    ax.set_title(title, fontsize=title_size)
     return image
 
 
-def _font(n_tokens: int) -> float:
-    return max(5.0, min(10.0, 260.0 / max(n_tokens, 1)))
+def _label_font(n_tokens: int, inches_per_token: float) -> float:
+    """A tick-label size that fits one label per row: about 70% of the row height in points."""
+    return max(4.0, min(9.0, 0.7 * 72 * inches_per_token))
 
 
 def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
@@ -134,14 +137,15 @@ def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
             continue
         rows, cols = maps.axes(kind)
         n_layers, n_heads = len(layers), layers[0].size(0)
-        cell = max(2.8, 0.16 * max(len(rows), len(cols)) + 1.2)
-        font = _font(max(len(rows), len(cols)))
+        longest = max(len(rows), len(cols))
+        cell = max(3.0, 0.12 * longest + 1.3)  # inches per map, labels included
+        font = _label_font(longest, 0.12)
         fig, axes = plt.subplots(n_layers, n_heads, figsize=(cell * n_heads + 1.2, cell * n_layers),
                                  squeeze=False, constrained_layout=True)
         for li, layer in enumerate(layers):
             for hi in range(n_heads):
                 image = _heatmap(axes[li][hi], layer[hi], rows, cols,
-                                 f"layer {li + 1}, head {hi + 1}", font)
+                                 f"layer {li + 1}, head {hi + 1}", font, 10)
         fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
         fig.suptitle(f"{label}: every layer and head", fontsize=14)
         path = out_dir / f"{kind}_heads.png"
@@ -149,11 +153,11 @@ def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
         for li, layer in enumerate(layers):
-            size = max(4.5, 0.28 * max(len(rows), len(cols)) + 2.0)
+            size = max(5.0, 0.2 * longest + 2.0)
             fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
             image = _heatmap(ax, layer.mean(0), rows, cols,
                              f"{label}\nlayer {li + 1}, mean of {n_heads} heads",
-                             _font(max(len(rows), len(cols))) + 1)
+                             _label_font(longest, 0.2), 13)
             fig.colorbar(image, ax=ax, label="attention weight")
             path = out_dir / f"{kind}_layer{li + 1}_mean.png"
             fig.savefig(path, dpi=100)
@@ -176,13 +180,15 @@ def plot_positions(d_model: int, max_len: int, out: str | Path, base: float = 10
     top.set(title=f"sinusoidal positional encoding (d_model {d_model}, base {base:g})",
             xlabel="dimension i (even: sin, odd: cos)", ylabel="position")
     fig.colorbar(image, ax=top, label="PE(pos, i)")
-    dims = sorted({0, 1, 4, 5, min(32, d_model - 2), min(33, d_model - 1)})
+    # sin dimensions a quarter of the spectrum apart, so the wavelengths visibly differ
+    dims = sorted({(d_model * k // 8) & ~1 for k in range(4)} | {1})
     for dim in dims:
         fn = "sin" if dim % 2 == 0 else "cos"
-        bottom.plot(table[:, dim].numpy(), label=f"i = {dim} ({fn})")
+        wavelength = 2 * math.pi * base ** ((dim - dim % 2) / d_model)
+        bottom.plot(table[:, dim].numpy(), label=f"i = {dim} ({fn}), wavelength {wavelength:.0f}")
     bottom.set(title="a few dimensions: each is a sinusoid, wavelength growing with i",
                xlabel="position", ylabel="PE(pos, i)")
-    bottom.legend(loc="upper right", fontsize=8, ncols=3)
+    bottom.legend(loc="lower left", fontsize=8, ncols=2, framealpha=0.9)
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return Path(out)

@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -37,8 +38,12 @@ class Translator:
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "Translator":
-        """Load from a checkpoint directory or a run directory (its best, else last checkpoint)."""
+    def load(cls, path: str | Path, *, device: str = "cpu", int8: bool = False) -> "Translator":
+        """Load from a checkpoint directory or a run directory (its best, else last checkpoint).
+
+        ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only): weights
+        stored as int8, activations quantized on the fly; embeddings stay float32.
+        """
         directory = ckpt.resolve_checkpoint(path)
         model = Transformer(ckpt.load_config(directory))
         ckpt.load_weights(model, directory)
@@ -46,6 +51,10 @@ class Translator:
         if tokenizer.vocab_size > model.cfg.vocab_size:
             raise UserError(f"{directory}: tokenizer has {tokenizer.vocab_size} pieces but the "
                             f"model {model.cfg.vocab_size}; the checkpoint is inconsistent")
+        if int8:
+            if device != "cpu":
+                raise UserError("--int8 runs on the CPU only; drop --device or --int8")
+            model = quantize_int8(model.eval())
         return cls(model.to(device), tokenizer)
 
     # ---------------------------------------------------------------- encoding
@@ -133,6 +142,13 @@ class Translator:
         return pharaoh(word_alignments(self.attention(source, translation)))
 
 
-def load(path: str | Path, *, device: str = "cpu") -> Translator:
+def quantize_int8(model: Transformer) -> Transformer:
+    """Dynamic int8 quantization of every ``nn.Linear`` (torch.ao.quantization.quantize_dynamic)."""
+    with warnings.catch_warnings():  # torch marks the eager quantization API deprecated
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+def load(path: str | Path, *, device: str = "cpu", int8: bool = False) -> Translator:
     """Load a translator from a checkpoint or run directory."""
-    return Translator.load(path, device=device)
+    return Translator.load(path, device=device, int8=int8)

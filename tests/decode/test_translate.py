@@ -48,3 +48,17 @@ def test_evaluate_equals_sacrebleu_on_the_same_strings(tiny_checkpoint):
     assert score(longer, longer)["bleu"] == pytest.approx(100.0)
     half = ["EPSILON DELTA GAMMA BETA ALPHA", "OMEGA PSI"]
     assert score(half, longer)["bleu"] == sacrebleu.corpus_bleu(half, [longer]).score < 100
+
+
+def test_int8_translator_quantizes_every_linear_layer_and_translates(tiny_checkpoint):
+    fp32, int8 = load(tiny_checkpoint), load(tiny_checkpoint, int8=True)
+    linears = [m for m in int8.model.modules() if isinstance(m, torch.nn.Linear)]
+    quantized = [m for m in int8.model.modules()
+                 if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    assert not linears and len(quantized) == 2 * 2 + 2 * 5 + 1  # every projection, output too
+    src = torch.tensor([[10, 11, 12, 3]])
+    with torch.no_grad():
+        a = fp32.model(src, torch.tensor([[2, 13, 14]]))
+        b = int8.model(src, torch.tensor([[2, 13, 14]]))
+    assert (a - b).abs().max() < 0.1 * a.abs().max()  # close, not equal
+    assert len(int8.translate(["alpha beta", "gamma"], beam=2)) == 2
