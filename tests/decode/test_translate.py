@@ -55,7 +55,7 @@ def test_int8_translator_quantizes_every_linear_layer_and_translates(tiny_checkp
     linears = [m for m in int8.model.modules() if isinstance(m, torch.nn.Linear)]
     quantized = [m for m in int8.model.modules()
                  if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
-    assert not linears and len(quantized) == 2 * 2 + 2 * 5 + 1  # every projection, output too
+    assert not linears and len(quantized) == 2 * 4 + 2 * 7 + 1  # every projection, output too
     src = torch.tensor([[10, 11, 12, 3]])
     with torch.no_grad():
         a = fp32.model(src, torch.tensor([[2, 13, 14]]))
