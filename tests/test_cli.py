@@ -114,3 +114,24 @@ def test_a_user_error_prints_one_line_and_no_traceback(tmp_path):
                              str(tmp_path / "missing")], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+
+
+def test_decoder_only_language_model_trains_and_generates(toy_data, tmp_path, capsys):
+    assert main(["train", "--data", str(toy_data), "--out", str(tmp_path / "lm"),
+                 "--arch", "decoder-only", "--max-steps", "4", *TRAIN]) == 0
+    capsys.readouterr()
+    argv = ["generate", "--checkpoint", str(tmp_path / "lm"), "ALPHA", "--seed", "7",
+            "--top-k", "5", "--max-new-tokens", "8"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main(argv) == 0
+    assert capsys.readouterr().out == first  # seeded: reproducible
+    fails(capsys, ["translate", "--checkpoint", str(tmp_path / "lm")],
+          "holds a decoder-only language model")
+    fails(capsys, ["generate", "--checkpoint", str(tmp_path / "lm"), "x", "--top-p", "0"],
+          "top_p (0.0) must be in (0, 1]")
+
+
+def test_generate_refuses_a_translation_checkpoint(tiny_checkpoint, capsys):
+    fails(capsys, ["generate", "--checkpoint", str(tiny_checkpoint), "hello"],
+          "holds an encoder-decoder (translation) model")

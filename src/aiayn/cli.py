@@ -19,7 +19,7 @@ from .errors import UserError
 TRAIN_FLAGS = ("max_tokens", "grad_accum", "lr_scale", "warmup", "label_smoothing", "clip_norm",
                "max_steps", "max_epochs", "max_minutes", "precision", "valid_every",
                "valid_bleu_sentences", "keep_last", "patience", "log_every", "seed", "threads",
-               "device", "preset")
+               "device", "preset", "arch")
 
 
 def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
@@ -89,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_decoding_flags(p)
     p.add_argument("--src", required=True)
     p.add_argument("--ref", required=True)
+
+    p = sub.add_parser("generate", help="continue a prompt with a decoder-only model")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("prompt")
+    p.add_argument("--max-new-tokens", type=int, default=50)
+    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest (0: all)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
+    p.add_argument("--seed", type=int, help="make the sample reproducible")
 
     p = sub.add_parser("attend", help="attention heat maps (PNG) and an HTML browser")
     p.add_argument("--checkpoint", required=True)
@@ -224,6 +233,11 @@ def run(args: argparse.Namespace) -> int:
                           device=args.device, int8=args.int8, **_decode_options(args))
         print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
         print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+    elif args.command == "generate":
+        from .generate import Generator
+        print(Generator.load(args.checkpoint).generate(
+            args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+            top_k=args.top_k, top_p=args.top_p, seed=args.seed))
     elif args.command == "attend":
         from .inspect import plot_attention, write_html
         from .translate import load

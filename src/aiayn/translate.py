@@ -45,8 +45,10 @@ class Translator:
         stored as int8, activations quantized on the fly; embeddings stay float32.
         """
         directory = ckpt.resolve_checkpoint(path)
-        model = Transformer(ckpt.load_config(directory))
-        ckpt.load_weights(model, directory)
+        if ckpt.load_arch(directory) != "encoder-decoder":
+            raise UserError(f"{directory} holds a decoder-only language model; translate with an "
+                            "encoder-decoder checkpoint, or use `aiayn generate`")
+        model = ckpt.load_model(directory)
         tokenizer = Tokenizer.load(directory / ckpt.TOKENIZER)
         if tokenizer.vocab_size > model.cfg.vocab_size:
             raise UserError(f"{directory}: tokenizer has {tokenizer.vocab_size} pieces but the "

@@ -46,23 +46,28 @@ def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> 
     return (src_len.float() * a + b).long().clamp(1, cap)
 
 
-def _next_logprobs(model: Transformer, tokens: Tensor, cache, step: int, max_lens: Tensor,
-                   min_len: int) -> Tensor:
-    """Log-probabilities for the next token (rows, V), with the rules every search follows:
-    never PAD or BOS, no EOS before ``min_len`` tokens, only EOS at a row's length limit."""
+def _next_logits(model: Transformer, tokens: Tensor, cache, step: int, max_lens: Tensor,
+                 min_len: int) -> tuple[Tensor, Tensor]:
+    """Next-token logits (rows, V) with the rules every search follows applied (-inf): never PAD
+    or BOS, no EOS before ``min_len`` tokens, only EOS at a row's length limit; and the log of
+    the softmax normaliser over the whole vocabulary (rows, 1), so that a token's
+    log-probability is ``logit - normaliser``. Searches take their top candidates from the
+    logits before normalising: cheaper than a full log_softmax, and the same numbers."""
     cfg = model.cfg
-    logits = model.decode_step(tokens, cache)[:, -1]  # (rows, V)
-    lprobs = logits.float().log_softmax(-1)
-    lprobs[:, cfg.pad_id] = float("-inf")
-    lprobs[:, cfg.bos_id] = float("-inf")
+    logits = model.decode_step(tokens, cache)[:, -1].float()  # (rows, V)
+    normaliser = logits.logsumexp(-1, keepdim=True)  # (rows, 1)
+    eos = logits[:, cfg.eos_id].clone()
+    logits[:, cfg.pad_id] = float("-inf")
+    logits[:, cfg.bos_id] = float("-inf")
     if step < min_len:
-        lprobs[:, cfg.eos_id] = float("-inf")
+        logits[:, cfg.eos_id] = float("-inf")
     at_limit = step + 1 >= max_lens  # (rows,)
     if at_limit.any():
-        eos = lprobs[at_limit, cfg.eos_id].clone()
-        lprobs[at_limit] = float("-inf")
-        lprobs[at_limit, cfg.eos_id] = torch.where(torch.isinf(eos), torch.zeros_like(eos), eos)
-    return lprobs
+        logits[at_limit] = float("-inf")
+        # a model that rules EOS out entirely (-inf) still has to stop: log-probability 0
+        logits[at_limit, cfg.eos_id] = torch.where(torch.isinf(eos), normaliser[:, 0],
+                                                   eos)[at_limit]
+    return logits, normaliser
 
 
 @torch.inference_mode()
@@ -80,8 +85,9 @@ def greedy_search(model: Transformer, src: Tensor, *, max_len_a: float = 1.0,
     scores = [0.0] * n
     step = 0
     while len(rows):
-        lprobs = _next_logprobs(model, tokens, cache, step, max_lens, min_len)
-        best_lp, best = lprobs.max(-1)  # (rows,)
+        logits, normaliser = _next_logits(model, tokens, cache, step, max_lens, min_len)
+        best_logit, best = logits.max(-1)  # (rows,)
+        best_lp = best_logit - normaliser[:, 0]
         done = best == cfg.eos_id
         for row, (token, lp, finished) in enumerate(zip(best.tolist(), best_lp.tolist(),
                                                          done.tolist())):
@@ -132,11 +138,15 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
     step = 0
     while len(sentences):
         active = len(sentences)
-        lprobs = _next_logprobs(model, tokens, cache, step, max_lens, min_len)
-        vocab = lprobs.size(-1)
-        cand = (scores[:, :, None] + lprobs.view(active, k, vocab)).view(active, k * vocab)
-        top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # (N, 2k)
-        top_beam, top_token = top_idx // vocab, top_idx % vocab
+        logits, normaliser = _next_logits(model, tokens, cache, step, max_lens, min_len)
+        # the 2k best continuations of all beams are among each beam's own 2k best tokens
+        c = min(2 * k, logits.size(-1))
+        row_logits, row_tokens = logits.topk(c, dim=-1)  # (N*k, c)
+        row_lprobs = (row_logits - normaliser).view(active, k, c)
+        cand = (scores[:, :, None] + row_lprobs).view(active, k * c)
+        top_scores, top_idx = cand.topk(min(2 * k, k * c), dim=1)  # (N, 2k)
+        top_beam = top_idx // c
+        top_token = row_tokens.view(active, k * c).gather(1, top_idx)
 
         # 1) finish: EOS among the first k candidates, score normalised by the length penalty
         is_eos = top_token == cfg.eos_id

@@ -18,12 +18,14 @@ from torch import Tensor
 @dataclass
 class LayerCache:
     """One layer's buffers. ``self_k``/``self_v`` are preallocated (B, H, L, Dh); the first
-    ``DecoderCache.length`` positions are valid. ``cross_k``/``cross_v`` are (B, H, S, Dh) or None."""
+    ``DecoderCache.length`` positions are valid. ``cross_k``/``cross_v`` are (B, H, S, Dh) or None.
+    ``spare`` holds the previous buffers, which the next reorder gathers into."""
 
     self_k: Tensor
     self_v: Tensor
     cross_k: Tensor | None = None
     cross_v: Tensor | None = None
+    spare: dict[str, Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,23 +67,24 @@ class DecoderCache:
 
     def reorder(self, indices: Tensor) -> "DecoderCache":
         """Keep rows ``indices`` (B',) in that order: beams that survive, finished sentences that
-        leave, one row repeated per beam. Cross-attention keys and values are left alone when every row still decodes the
-        same source sentence (a reorder among one sentence's beams)."""
+        leave, one row repeated per beam. Cross-attention keys and values are left alone when
+        every row still decodes the same source sentence (a reorder among one sentence's
+        beams)."""
         new_rows = self.src_rows.index_select(0, indices)
         cross_moves = not torch.equal(new_rows, self.src_rows)
         n = self.length
+        rows = len(indices)
         for cache in self.layers:
-            # gather the valid prefix, then write it back into the (possibly shrunk) buffer
-            k = cache.self_k[:, :, :n].index_select(0, indices)
-            v = cache.self_v[:, :, :n].index_select(0, indices)
-            rows = len(indices)
-            if rows > cache.self_k.size(0):  # growing (one row per beam): new buffers
-                cache.self_k = cache.self_k.new_empty((rows,) + cache.self_k.shape[1:])
-                cache.self_v = torch.empty_like(cache.self_k)
-            else:
-                cache.self_k, cache.self_v = cache.self_k[:rows], cache.self_v[:rows]
-            cache.self_k[:, :, :n] = k
-            cache.self_v[:, :, :n] = v
+            for name in ("self_k", "self_v"):
+                # gather the valid prefix straight into the spare buffer, then swap the two
+                buf = getattr(cache, name)
+                spare = cache.spare.get(name)
+                if spare is None or spare.size(0) < rows:
+                    spare = buf.new_empty((rows,) + buf.shape[1:])
+                spare = spare[:rows]
+                torch.index_select(buf[:, :, :n], 0, indices, out=spare[:, :, :n])
+                cache.spare[name] = buf
+                setattr(cache, name, spare)
             if cross_moves and cache.cross_k is not None:
                 cache.cross_k = cache.cross_k.index_select(0, indices)
                 cache.cross_v = cache.cross_v.index_select(0, indices)

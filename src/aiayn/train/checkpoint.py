@@ -23,11 +23,16 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, load_model, save_file, save_model
+from safetensors.torch import load_file, save_file, save_model
+from safetensors.torch import load_model as load_safetensors_model
 from torch import nn
 
 from ..config import ConfigError, ModelConfig
 from ..errors import UserError
+from ..model import LanguageModel, Transformer
+
+ARCHS: dict[str, type[nn.Module]] = {"encoder-decoder": Transformer,
+                                     "decoder-only": LanguageModel}
 
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.model"
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
@@ -83,7 +88,9 @@ def load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Te
 def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig,
                     tokenizer_path: Path, *, extra_tensors: dict[str, torch.Tensor] | None = None,
                     state: dict[str, Any] | None = None) -> Path:
-    """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it."""
+    """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it.
+
+    ``config.json`` holds the ModelConfig plus ``arch``, the kind of model (``ARCHS``)."""
     root = run_dir / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final, tmp = root / name, root / f".tmp-{name}"
@@ -91,7 +98,7 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
         shutil.rmtree(tmp)
     tmp.mkdir()
     save_model(model, str(tmp / WEIGHTS))
-    cfg.save(tmp / CONFIG)
+    (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **cfg.to_dict()}, indent=2))
     shutil.copyfile(tokenizer_path, tmp / TOKENIZER)
     if state is not None:
         save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
@@ -123,19 +130,53 @@ def resolve_checkpoint(path: str | Path) -> Path:
                     "checkpoints/last inside; point --checkpoint at a checkpoint directory")
 
 
-def load_config(ckpt: Path) -> ModelConfig:
+def arch_of(model: nn.Module) -> str:
+    for arch, cls in ARCHS.items():
+        if isinstance(model, cls):
+            return arch
+    raise TypeError(f"not a model aiayn checkpoints: {type(model).__name__}")
+
+
+def _read_config(ckpt: Path) -> dict:
     try:
-        return ModelConfig.load(ckpt / CONFIG)
+        values = json.loads((ckpt / CONFIG).read_text())
     except FileNotFoundError:
         raise UserError(f"{ckpt}: {CONFIG} is missing; the checkpoint is incomplete") from None
-    except (json.JSONDecodeError, ConfigError, TypeError) as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{ckpt / CONFIG}: corrupt or invalid ({err})") from None
+    if not isinstance(values, dict):
+        raise UserError(f"{ckpt / CONFIG}: corrupt or invalid (not a mapping)")
+    return values
+
+
+def load_arch(ckpt: Path) -> str:
+    """The kind of model in a checkpoint: 'encoder-decoder' or 'decoder-only'."""
+    arch = _read_config(ckpt).get("arch", "encoder-decoder")
+    if arch not in ARCHS:
+        raise UserError(f"{ckpt / CONFIG}: unknown arch {arch!r}; expected one of {', '.join(ARCHS)}")
+    return arch
+
+
+def load_model(ckpt: Path) -> nn.Module:
+    """Build the checkpoint's model from its config and load its weights."""
+    model = ARCHS[load_arch(ckpt)](load_config(ckpt))
+    load_weights(model, ckpt)
+    return model
+
+
+def load_config(ckpt: Path) -> ModelConfig:
+    values = _read_config(ckpt)
+    values.pop("arch", None)
+    try:
+        return ModelConfig.from_dict(values)
+    except (ConfigError, TypeError) as err:
         raise UserError(f"{ckpt / CONFIG}: corrupt or invalid ({err})") from None
 
 
 def load_weights(model: nn.Module, ckpt: Path) -> None:
     """Load ``model.safetensors`` into ``model``; a corrupt or mismatched file is a UserError."""
     try:
-        missing, unexpected = load_model(model, str(ckpt / WEIGHTS), strict=False)
+        missing, unexpected = load_safetensors_model(model, str(ckpt / WEIGHTS), strict=False)
     except FileNotFoundError:
         raise UserError(f"{ckpt}: {WEIGHTS} is missing; the checkpoint is incomplete") from None
     except (SafetensorError, RuntimeError, OSError, ValueError) as err:

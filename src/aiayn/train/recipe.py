@@ -22,6 +22,8 @@ class TrainConfig:
     """Every training setting; the defaults are the paper's recipe.
 
     Args:
+        arch: "encoder-decoder" (translation) or "decoder-only" (a language model trained on the
+            target side of the data).
         preset: model preset the ``model`` overrides apply to.
         model: ModelConfig overrides (vocabulary size and special ids come from the data).
         max_tokens: padded tokens per batch (per side); the paper used ~25,000 per step.
@@ -43,6 +45,7 @@ class TrainConfig:
         device: "auto", "cpu" or "cuda".
     """
 
+    arch: str = "encoder-decoder"
     preset: str = "base"
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     max_tokens: int = 4096
@@ -85,6 +88,8 @@ class TrainConfig:
             fail("max_minutes" if self.max_minutes < 0 else "clip_norm", "must be >= 0")
         if self.precision not in PRECISIONS:
             fail("precision", f"must be one of {', '.join(PRECISIONS)}")
+        if self.arch not in ("encoder-decoder", "decoder-only"):
+            fail("arch", "must be encoder-decoder or decoder-only")
         if self.device not in ("auto", "cpu", "cuda"):
             fail("device", "must be auto, cpu or cuda")
         if len(self.adam_betas) != 2 or not all(0 <= b < 1 for b in self.adam_betas):

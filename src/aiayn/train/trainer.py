@@ -25,7 +25,7 @@ from ..data.corpus import Batch, ParallelCorpus, read_stats, token_batches
 from ..data.tokenizer import Tokenizer
 from ..decode.search import greedy_search
 from ..errors import UserError
-from ..model import Transformer
+from ..model import LanguageModel, Transformer
 from . import checkpoint as ckpt
 from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
 
@@ -101,7 +101,7 @@ def evaluate_loss(model: Transformer, corpus: ParallelCorpus, cfg: TrainConfig,
     with torch.inference_mode(), _autocast(device, cfg.precision):
         for indices in token_batches(corpus.sizes, cfg.max_tokens, seed=0, epoch=0, shuffle=False):
             batch = corpus.collate(indices).to(device)
-            logits = model(batch.src, batch.tgt_in)
+            logits = _forward(model, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                            cfg.label_smoothing, model.cfg.pad_id)
             loss_sum, nll_sum = loss_sum + float(loss), nll_sum + float(nll)
@@ -149,7 +149,7 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
         sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
         with sync:
             with _autocast(device, cfg.precision):
-                logits = net(batch.src, batch.tgt_in)
+                logits = _forward(net, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                            cfg.label_smoothing, pad_id)
             scaler.scale(loss * norm).backward()
@@ -166,6 +166,14 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     return loss_sum, nll_sum, tokens
 
 
+def _forward(net: nn.Module, batch: Batch) -> torch.Tensor:
+    """Teacher-forced logits: the translation model reads the source, the LM the target alone."""
+    module = net.module if isinstance(net, DistributedDataParallel) else net
+    if isinstance(module, LanguageModel):
+        return net(batch.tgt_in)
+    return net(batch.src, batch.tgt_in)
+
+
 def _autocast(device: torch.device, precision: str):
     dtype = autocast_dtype(precision)
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
@@ -179,7 +187,10 @@ def _state_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
     return tensors, meta
 
 
-def _check_resumable(saved: Path, model_cfg, tokenizer_path: Path) -> None:
+def _check_resumable(saved: Path, model_cfg, arch: str, tokenizer_path: Path) -> None:
+    if ckpt.load_arch(saved) != arch:
+        raise UserError(f"cannot resume {saved}: it is a {ckpt.load_arch(saved)} model, not "
+                        f"{arch}; use the same --arch, or a new --out")
     old = ckpt.load_config(saved)
     if old != model_cfg:
         diffs = [f"{k} {v!r} -> {getattr(model_cfg, k)!r}" for k, v in old.to_dict().items()
@@ -224,7 +235,7 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
 
     # 2) model and optimizer; resume restores both, the RNG and the data position
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_cfg).to(device)
+    model = ckpt.ARCHS[cfg.arch](model_cfg).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
                                  eps=cfg.adam_eps)
     pos, best = Position(), {"valid_loss": float("inf"), "step": 0}
@@ -235,7 +246,7 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
             raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
                             "(checkpoints/last is missing); drop --resume to start afresh")
         saved = last_dir.resolve()
-        _check_resumable(saved, model_cfg, tokenizer_path)
+        _check_resumable(saved, model_cfg, cfg.arch, tokenizer_path)
         ckpt.load_weights(model, saved)
         tensors, state = ckpt.load_train_state(saved)
         ckpt.load_optimizer(optimizer, tensors, state["optimizer"])
@@ -331,7 +342,7 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
             record = {"step": pos.step}
             if valid_data is not None:
                 record.update(evaluate_loss(model, valid_data, cfg, device))
-                if is_main and cfg.valid_bleu_sentences:
+                if is_main and cfg.valid_bleu_sentences and cfg.arch == "encoder-decoder":
                     record["valid_bleu"] = evaluate_bleu(model, valid_data, references, tokenizer,
                                                          cfg.valid_bleu_sentences, cfg.max_tokens,
                                                          device)
