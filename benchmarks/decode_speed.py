@@ -21,6 +21,7 @@ import torch
 
 from aiayn import ModelConfig, Transformer
 from aiayn.decode.search import beam_search, greedy_search
+from aiayn.translate import quantize_int8
 
 VOCAB = 8000
 
@@ -94,6 +95,7 @@ def timed(fn, repeats: int) -> float:
     fn()  # warm-up
     times = []
     for _ in range(repeats):
+        time.sleep(0.3)  # let the previous system's worker threads stop spinning
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -118,13 +120,15 @@ def run_size(size: str, args) -> None:
                                           intra_threads=torch.get_num_threads())
                for ct in ("float32", "int8")}
 
-        def aiayn(batch, beam):
-            s = src[:batch]
-            if beam == 1:
-                greedy_search(ours, s, min_len=out_len - 1, max_len_a=0, max_len_b=out_len)
-            else:
-                beam_search(ours, s, beam=beam, lenpen=0.6, min_len=out_len - 1, max_len_a=0,
-                            max_len_b=out_len)
+        def aiayn(model):
+            def fn(batch, beam):
+                s = src[:batch]
+                if beam == 1:
+                    greedy_search(model, s, min_len=out_len - 1, max_len_a=0, max_len_b=out_len)
+                else:
+                    beam_search(model, s, beam=beam, lenpen=0.6, min_len=out_len - 1,
+                                max_len_a=0, max_len_b=out_len)
+            return fn
 
         def hugging_face(batch, beam):
             with torch.inference_mode():
@@ -140,8 +144,9 @@ def run_size(size: str, args) -> None:
                                           max_batch_size=batch)
             return fn
 
-        systems = {"aiayn": aiayn, "Hugging Face": hugging_face,
+        systems = {"aiayn": aiayn(ours), "Hugging Face": hugging_face,
                    "CTranslate2 float32": ctranslate("float32"),
+                   "aiayn --int8": aiayn(quantize_int8(ours)),
                    "CTranslate2 int8": ctranslate("int8")}
         for batch, beam, label in ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy")):
             rates = {}
@@ -153,7 +158,9 @@ def run_size(size: str, args) -> None:
                 rates[name] = sentences * out_len / timed(work, args.repeats)
             cells = " | ".join(f"{rates[n]:,.0f}" for n in systems)
             ratio = rates["aiayn"] / rates["CTranslate2 float32"]
-            print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} |", flush=True)
+            ratio8 = rates["aiayn --int8"] / rates["CTranslate2 int8"]
+            print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} | {ratio8:.2f} |",
+                  flush=True)
 
 
 def main() -> None:
@@ -164,11 +171,12 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 rows")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 unless named; "
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 unless named "
+          f"(aiayn --int8: torch dynamic int8 quantization); "
           f"{args.out_len} tokens out per sentence, sources of {args.src_len} tokens")
-    print("| size, batch | mode | aiayn | Hugging Face | CTranslate2 float32 | CTranslate2 int8 "
-          "| aiayn / CT2 float32 |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| size, batch | mode | aiayn | Hugging Face | CTranslate2 float32 | aiayn --int8 "
+          "| CTranslate2 int8 | aiayn / CT2 float32 | aiayn int8 / CT2 int8 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for size in args.sizes:
         run_size(size, args)
 

@@ -39,17 +39,22 @@ class ParallelCorpus:
                 raise UserError(f"{ids_path}: corrupt prepared data ({err}); "
                                 "run `aiayn prepare` again") from None
             self.sides[side] = (ids, offsets)
-        # int32 lengths: a few bytes of index per sentence, the ids themselves stay on disk
-        self.src_lengths = np.diff(self.sides["src"][1]).astype(np.int32)
-        self.tgt_lengths = np.diff(self.sides["tgt"][1]).astype(np.int32)
-        if len(self.src_lengths) != len(self.tgt_lengths):
+        src_offsets, tgt_offsets = self.sides["src"][1], self.sides["tgt"][1]
+        if len(src_offsets) != len(tgt_offsets):
             raise UserError(f"{data_dir}: {split} source and target counts differ; "
                             "run `aiayn prepare` again")
-        # per sentence, the longer side in model positions: source + EOS, target + BOS/EOS
-        self.sizes = np.maximum(self.src_lengths, self.tgt_lengths) + 1
+        # the only per-sentence array in memory (2 bytes a sentence; the ids stay on disk):
+        # the longer side in model positions, source + EOS or target + BOS/EOS
+        sizes = np.maximum(np.diff(src_offsets), np.diff(tgt_offsets)) + 1
+        self.sizes = sizes.astype(np.uint16 if sizes.max(initial=0) < 2 ** 16 else np.int32)
 
     def __len__(self) -> int:
-        return len(self.src_lengths)
+        return len(self.sizes)
+
+    def lengths(self, side: str, count: int | None = None) -> np.ndarray:
+        """Token counts (no specials) of the first ``count`` sentences of one side."""
+        offsets = self.sides[side][1][: None if count is None else count + 1]
+        return np.diff(offsets)
 
     def ids(self, side: str, index: int) -> np.ndarray:
         ids, offsets = self.sides[side]

@@ -116,7 +116,7 @@ def evaluate_bleu(model: Transformer, corpus: ParallelCorpus, references: list[s
     """Greedy-decoded, detokenized sacreBLEU on the first ``count`` validation sentences."""
     model.eval()
     count = min(count, len(corpus))
-    sizes = corpus.src_lengths[:count] + 1
+    sizes = corpus.lengths("src", count) + 1
     hyps: dict[int, str] = {}
     for indices in token_batches(sizes, max_tokens, seed=0, epoch=0, shuffle=False):
         batch = corpus.collate(indices).to(device)
