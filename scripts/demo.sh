@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 CORPUS=src/aiayn/data/demo
 OUT=${OUT:-runs/demo}
-MINUTES=${MINUTES:-7}
+MINUTES=${MINUTES:-8.5}
 
 echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
 [ -f "$OUT/data/stats.json" ] || $PY -m aiayn prepare \
@@ -18,8 +18,8 @@ echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
 echo "== 2/4 train: small preset, bf16 autocast, $MINUTES minutes"
 rm -rf "$OUT/run"  # the demo's own previous run
 $PY -m aiayn train --data "$OUT/data" --out "$OUT/run" --preset small --precision bf16 \
-    --max-minutes "$MINUTES" --max-tokens 4000 --warmup 400 --lr-scale 0.5 \
-    --valid-every 250 --valid-bleu-sentences 100 --keep-last 3 > "$OUT/train-summary.json"
+    --max-minutes "$MINUTES" --max-tokens 4000 --warmup 250 --lr-scale 0.5 \
+    --valid-every 100 --valid-bleu-sentences 50 --keep-last 3 > "$OUT/train-summary.json"
 $PY -m aiayn average "$OUT/run" --last 3 --out "$OUT/averaged"
 $PY -m aiayn plot "$OUT/run"
 
@@ -31,7 +31,7 @@ $PY -m aiayn evaluate --checkpoint "$OUT/averaged" --src "$OUT/dev.en" --ref "$O
 echo "== 4/4 translate"
 printf '%s\n' "In the beginning God created the heavens and the earth." \
     "The Lord is my shepherd; I shall lack nothing." \
-    "Jesus said to them, \"Follow me.\"" \
-    | tee "$OUT/examples.en" \
-    | $PY -m aiayn translate --checkpoint "$OUT/averaged" | paste "$OUT/examples.en" - | sed 's/\t/\n  -> /'
+    "Jesus said to them, \"Follow me.\"" > "$OUT/examples.en"
+$PY -m aiayn translate --checkpoint "$OUT/averaged" -i "$OUT/examples.en" -o "$OUT/examples.es"
+paste -d '\n' "$OUT/examples.en" "$OUT/examples.es" | sed 'n; s/^/  -> /'
 echo "run directory: $OUT/run (curves: $OUT/run/curves.png)"

@@ -268,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("aiayn: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`aiayn translate ... | head`)
+        sys.stderr.close()
+        return 141
 
 
 if __name__ == "__main__":
