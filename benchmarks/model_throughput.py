@@ -108,8 +108,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, "
           f"batch {args.batch} x <= {args.length} tokens, vocab {args.vocab}")
-    print(f"| size | dropout | aiayn tgt tok/s | nn.Transformer tgt tok/s | ratio |")
-    print(f"|---|---|---:|---:|---:|")
+    print("| size | dropout | aiayn tgt tok/s | nn.Transformer tgt tok/s | ratio |")
+    print("|---|---|---:|---:|---:|")
     for size in args.sizes:
         for mode in args.modes:
             r = bench(size, args.steps, args.batch, args.length, args.vocab, mode)

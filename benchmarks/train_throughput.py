@@ -16,7 +16,6 @@ bf16 autocast. Run by hand (needs the bench extra: ``pip install transformers``)
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from contextlib import nullcontext
 

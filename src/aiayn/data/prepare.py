@@ -14,14 +14,13 @@ is built beside the target and renamed into place when complete.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
@@ -51,16 +50,14 @@ class SplitStats:
     tgt_tokens: int = 0
     max_src_len: int = 0
     max_tgt_len: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
-def _open_text(path: Path) -> io.TextIOBase:
+def _open_text(path: Path) -> BinaryIO:
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected a text file")
-    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    return raw  # type: ignore[return-value]
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -212,7 +209,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         raise UserError(f"--max-len ({max_len}) must be at least 3")
     splits = {"train": train} | ({"valid": valid} if valid is not None else {})
     lines = {name: check_pairs(src) for name, src in splits.items()}
-    log(f"checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
+    log("checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
 
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -232,7 +229,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         for name, source in splits.items():
             log(f"encoding {name} ({source.describe()})")
             split = encode_split(tokenizer, source, work, name, max_len, keep_text=name != "train")
-            stats["splits"][name] = {k: v for k, v in vars(split).items() if k != "notes"}
+            stats["splits"][name] = dict(vars(split))
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
                 f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import sacrebleu
 import torch
 import torch.distributed as dist
@@ -351,9 +351,9 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
                 else:
                     bad_validations += 1
                 metrics.write(record)
-                if bar is not None:
+                if bar is not None:  # progress and validation go to stderr, results to stdout
                     bar.write(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-                                       for k, v in record.items()))
+                                       for k, v in record.items()), file=sys.stderr)
             name = f"step_{pos.step:07d}"
             save(name)
             last_saved = pos.step
