@@ -92,6 +92,10 @@ class MetricsLog:
                 if key != "step" and isinstance(value, (int, float)):
                     self.tb.add_scalar(key, value, record["step"])
 
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
 
 def evaluate_loss(model: Transformer, corpus: ParallelCorpus, cfg: TrainConfig,
                   device: torch.device) -> dict:
@@ -366,6 +370,7 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
                 stop = "patience"
     if bar is not None:
         bar.close()
+    metrics.close()
     if last_saved != pos.step:
         save(f"step_{pos.step:07d}")
     if world > 1:
