@@ -4,18 +4,22 @@ Every system decodes the same random source sentences with a model of the same s
 weights: speed does not depend on them) and is forced to produce exactly ``--out-len`` tokens
 per sentence, so all do the same work. For CTranslate2 our own model is converted (weights
 copied into a CTranslate2 Transformer spec) and run in float32 and int8; Hugging Face runs a
-MarianMTModel of the same shape. Systems alternate within each row. Run by hand (bench extra:
-``pip install transformers ctranslate2``):
+MarianMTModel of the same shape. Systems alternate within each row; with ``--isolate`` each
+measurement runs in a fresh process of its own (the systems' thread pools and caches then cannot
+disturb one another). Run by hand (bench extra: ``pip install transformers ctranslate2``):
 
-    .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--repeats 3]
+    .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--repeats 3] [--isolate]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -102,61 +106,82 @@ def timed(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def run_size(size: str, args) -> None:
-    import ctranslate2
+SYSTEMS = ("aiayn", "Hugging Face", "CTranslate2 float32", "aiayn --int8", "CTranslate2 int8")
+ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
 
+
+def build(name: str, size: str, args, workdir: str):
+    """One system, ready to decode ``fn(batch, beam)`` on the shared random sources. Every
+    system starts from the same seeded weights (CTranslate2 converts ours)."""
     torch.manual_seed(0)
     cfg = ModelConfig.preset(size, vocab_size=VOCAB)
     ours = Transformer(cfg).eval()
-    hf = marian(cfg)
     out_len = args.out_len
     gen = torch.Generator().manual_seed(0)
     src = torch.randint(4, VOCAB, (32, args.src_len), generator=gen)
     src[:, -1] = 3
-    tokens = [[f"t{int(i)}" for i in row[:-1]] for row in src]
-    with tempfile.TemporaryDirectory() as tmp:
-        to_ctranslate2(ours, tmp)
-        ct2 = {ct: ctranslate2.Translator(tmp, device="cpu", compute_type=ct,
-                                          intra_threads=torch.get_num_threads())
-               for ct in ("float32", "int8")}
+    if name.startswith("aiayn"):
+        model = quantize_int8(ours) if name.endswith("int8") else ours
 
-        def aiayn(model):
-            def fn(batch, beam):
-                s = src[:batch]
-                if beam == 1:
-                    greedy_search(model, s, min_len=out_len - 1, max_len_a=0, max_len_b=out_len)
-                else:
-                    beam_search(model, s, beam=beam, lenpen=0.6, min_len=out_len - 1,
-                                max_len_a=0, max_len_b=out_len)
-            return fn
+        def fn(batch, beam):
+            if beam == 1:
+                greedy_search(model, src[:batch], min_len=out_len - 1, max_len_a=0,
+                              max_len_b=out_len)
+            else:
+                beam_search(model, src[:batch], beam=beam, lenpen=0.6, min_len=out_len - 1,
+                            max_len_a=0, max_len_b=out_len)
+        return fn
+    if name == "Hugging Face":
+        hf = marian(cfg)
 
-        def hugging_face(batch, beam):
+        def fn(batch, beam):
             with torch.inference_mode():
                 hf.generate(src[:batch], attention_mask=torch.ones_like(src[:batch]),
                             num_beams=beam, do_sample=False, min_new_tokens=out_len,
                             max_new_tokens=out_len, length_penalty=0.6)
+        return fn
+    import ctranslate2
+    directory = f"{workdir}/ct2"
+    if not Path(directory).exists():
+        Path(directory).mkdir()
+        to_ctranslate2(ours, directory)
+    translator = ctranslate2.Translator(directory, device="cpu", compute_type=name.split()[-1],
+                                        intra_threads=torch.get_num_threads())
+    tokens = [[f"t{int(i)}" for i in row[:-1]] for row in src]
 
-        def ctranslate(kind):
-            def fn(batch, beam):
-                ct2[kind].translate_batch(tokens[:batch], beam_size=beam,
-                                          max_decoding_length=out_len,
-                                          min_decoding_length=out_len, length_penalty=0.6,
-                                          max_batch_size=batch)
-            return fn
+    def fn(batch, beam):
+        translator.translate_batch(tokens[:batch], beam_size=beam, max_decoding_length=out_len,
+                                   min_decoding_length=out_len, length_penalty=0.6,
+                                   max_batch_size=batch)
+    return fn
 
-        systems = {"aiayn": aiayn(ours), "Hugging Face": hugging_face,
-                   "CTranslate2 float32": ctranslate("float32"),
-                   "aiayn --int8": aiayn(quantize_int8(ours)),
-                   "CTranslate2 int8": ctranslate("int8")}
-        for batch, beam, label in ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy")):
+
+def measure(fn, batch: int, beam: int, args) -> float:
+    sentences = 32 if batch == 32 else args.single
+
+    def work():
+        for _ in range(0, sentences, batch):
+            fn(batch, beam)
+    return sentences * args.out_len / timed(work, args.repeats)
+
+
+def run_size(size: str, args) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        systems = {} if args.isolate else {n: build(n, size, args, tmp) for n in SYSTEMS}
+        for batch, beam, label in ROWS:
             rates = {}
-            sentences = 32 if batch == 32 else args.single
-            for name, fn in systems.items():  # alternate systems within the row
-                def work():
-                    for start in range(0, sentences, batch):
-                        fn(batch, beam)
-                rates[name] = sentences * out_len / timed(work, args.repeats)
-            cells = " | ".join(f"{rates[n]:,.0f}" for n in systems)
+            for name in SYSTEMS:  # alternate systems within the row
+                if args.isolate:  # each system alone in a fresh process
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--worker", name, "--sizes", size,
+                         "--batch", str(batch), "--beam", str(beam), "--repeats",
+                         str(args.repeats), "--out-len", str(args.out_len), "--src-len",
+                         str(args.src_len), "--single", str(args.single)],
+                        check=True, capture_output=True, text=True).stdout
+                    rates[name] = float(out.strip().splitlines()[-1])
+                else:
+                    rates[name] = measure(systems[name], batch, beam, args)
+            cells = " | ".join(f"{rates[n]:,.0f}" for n in SYSTEMS)
             ratio = rates["aiayn"] / rates["CTranslate2 float32"]
             ratio8 = rates["aiayn --int8"] / rates["CTranslate2 int8"]
             print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} | {ratio8:.2f} |",
@@ -170,7 +195,17 @@ def main() -> None:
     parser.add_argument("--src-len", type=int, default=25)
     parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 rows")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--isolate", action="store_true",
+                        help="time each system in its own fresh process")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:  # one measurement, printed alone on the last line
+        with tempfile.TemporaryDirectory() as tmp:
+            fn = build(args.worker, args.sizes[0], args, tmp)
+            print(measure(fn, args.batch, args.beam, args))
+        return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 unless named "
           f"(aiayn --int8: torch dynamic int8 quantization); "
           f"{args.out_len} tokens out per sentence, sources of {args.src_len} tokens")

@@ -24,10 +24,11 @@ class TableModel:
     def encode(self, src):
         return torch.zeros(src.size(0), src.size(1), 1), (src != PAD)[:, None, None, :], []
 
-    def init_cache(self, memory, src_mask, max_len):
-        buf = torch.zeros(memory.size(0), 1, max_len + 1, 1)
-        return DecoderCache([LayerCache(buf, buf.clone())], src_mask=src_mask,
-                            src_rows=torch.arange(memory.size(0)))
+    def init_cache(self, memory, src_mask, max_len, beam=1):
+        buf = torch.zeros(memory.size(0) * beam, 1, max_len + 1, 1)
+        rows = torch.arange(memory.size(0)).repeat_interleave(beam)
+        return DecoderCache([LayerCache(buf, buf.clone())], src_mask=src_mask, src_rows=rows,
+                            group=beam)
 
     def decode_step(self, tokens, cache):
         cache.append(0, tokens[:, None, :, None].float(), tokens[:, None, :, None].float())

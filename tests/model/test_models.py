@@ -83,19 +83,35 @@ def test_language_model_cached_decoding_equals_full_forward(tiny_cfg):
 
 def test_cache_reorder_moves_self_attention_state_with_the_beam(tiny_cfg):
     model = Transformer(tiny_cfg).eval()
-    src = random_tokens(1, 5).repeat(3, 1)  # three beams of one sentence
-    tgt = random_tokens(3, 4)
+    src = random_tokens(1, 5)
+    tgt = random_tokens(3, 4)  # three beams of one sentence
     with torch.no_grad():
         memory, src_mask, _ = model.encode(src)
-        cache = model.init_cache(memory, src_mask, max_len=8)
-        cache.src_rows = torch.zeros(3, dtype=torch.long)  # all rows decode source 0
+        cache = model.init_cache(memory, src_mask, max_len=8, beam=3)
+        assert cache.layers[0].cross_k.size(0) == 1  # the memory is kept once, not per beam
         model.decode_step(tgt[:, :3], cache)
         cross_before = cache.layers[0].cross_k
         order = torch.tensor([2, 2, 0])
         cache.reorder(order)
         assert cache.layers[0].cross_k is cross_before  # same source: cross K/V untouched
         step = model.decode_step(tgt[order, 3:4], cache)
-    torch.testing.assert_close(step, model(src, tgt[order])[:, 3:4], atol=1e-5, rtol=0)
+    torch.testing.assert_close(step, model(src.repeat(3, 1), tgt[order])[:, 3:4], atol=1e-5,
+                               rtol=0)
+
+
+def test_cache_with_beams_drops_finished_sentences(tiny_cfg):
+    model = Transformer(tiny_cfg).eval()
+    src = random_tokens(3, 6, lengths=[6, 4, 2])
+    tgt = random_tokens(6, 4)  # two beams for each of three sentences
+    with torch.no_grad():
+        memory, src_mask, _ = model.encode(src)
+        cache = model.init_cache(memory, src_mask, max_len=8, beam=2)
+        model.decode_step(tgt[:, :3], cache)
+        keep = torch.tensor([5, 4, 1, 1])  # sentence 1 is done; beams of 2 and 0 swap rows
+        cache.reorder(keep)
+        step = model.decode_step(tgt[keep, 3:4], cache)
+    rows = torch.tensor([2, 2, 0, 0])
+    torch.testing.assert_close(step, model(src[rows], tgt[keep])[:, 3:4], atol=1e-5, rtol=0)
 
 
 def test_cache_reorder_drops_finished_rows(tiny_cfg):

@@ -124,9 +124,8 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
     n, k, device = src.size(0), beam, src.device
     memory, src_mask, _ = model.encode(src)
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
-    # cross-attention keys/values are projected once per sentence, then repeated per beam
-    cache = model.init_cache(memory, src_mask, int(max_lens.max()))
-    cache.reorder(torch.arange(n, device=device).repeat_interleave(k))
+    # cross-attention keys/values are projected and kept once per sentence, shared by its beams
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()), beam=k)
     max_lens = max_lens.repeat_interleave(k)  # (N*k,)
 
     sentences = torch.arange(n)  # which input sentence each active group decodes

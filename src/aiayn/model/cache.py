@@ -35,15 +35,18 @@ class DecoderCache:
     Attributes:
         layers: one LayerCache per decoder layer.
         length: number of target positions already decoded (the next position's index).
-        src_mask: (B, 1, 1, S) source padding mask, or None for a decoder-only model.
-        src_rows: (B,) which source sentence each row decodes; lets ``reorder`` see whether the
-            cross-attention keys and values must move.
+        src_mask: (B / group, 1, 1, S) source padding mask, or None for a decoder-only model.
+        src_rows: (B,) which source sentence each row decodes.
+        group: consecutive rows that decode one sentence (the beams) and share one row of
+            cross-attention keys and values, which are (B / group, H, S, Dh): each sentence's
+            memory is stored and read once, its beams attending together as one query block.
     """
 
     layers: list[LayerCache]
     length: int = 0
     src_mask: Tensor | None = None
     src_rows: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    group: int = 1
 
     @property
     def capacity(self) -> int:
@@ -71,7 +74,6 @@ class DecoderCache:
         every row still decodes the same source sentence (a reorder among one sentence's
         beams)."""
         new_rows = self.src_rows.index_select(0, indices)
-        cross_moves = not torch.equal(new_rows, self.src_rows)
         n = self.length
         rows = len(indices)
         for cache in self.layers:
@@ -85,10 +87,28 @@ class DecoderCache:
                 torch.index_select(buf[:, :, :n], 0, indices, out=spare[:, :, :n])
                 cache.spare[name] = buf
                 setattr(cache, name, spare)
-            if cross_moves and cache.cross_k is not None:
-                cache.cross_k = cache.cross_k.index_select(0, indices)
-                cache.cross_v = cache.cross_v.index_select(0, indices)
-        if cross_moves and self.src_mask is not None:
-            self.src_mask = self.src_mask.index_select(0, indices)
+        self._reorder_cross(new_rows)
         self.src_rows = new_rows
         return self
+
+    def _reorder_cross(self, new_rows: Tensor) -> None:
+        """Select the cross-attention rows the new rows need, copying only when they change."""
+        g = self.group
+        old_sentences = self.src_rows[::g]
+        grouped = len(new_rows) % g == 0 and bool(
+            (new_rows.view(-1, g) == new_rows.view(-1, g)[:, :1]).all())
+        new_sentences = new_rows[::g] if grouped else new_rows
+        if grouped and torch.equal(new_sentences, old_sentences):
+            return  # a reorder among each sentence's own rows: nothing to move
+        position = torch.full((int(old_sentences.max()) + 1,), -1, dtype=torch.long,
+                              device=new_rows.device)
+        position[old_sentences] = torch.arange(len(old_sentences), device=new_rows.device)
+        select = position[new_sentences]
+        for cache in self.layers:
+            if cache.cross_k is not None:
+                cache.cross_k = cache.cross_k.index_select(0, select)
+                cache.cross_v = cache.cross_v.index_select(0, select)
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, select)
+        if not grouped:
+            self.group = 1

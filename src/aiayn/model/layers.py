@@ -147,10 +147,16 @@ class DecoderLayer(nn.Module):
         assert self.cross_attn is not None
         if cache is None:
             return self.cross_attn(y, memory, memory, src_mask, return_weights=return_weights)
-        layer = cache.layers[index]
-        q = self.cross_attn.project_query(y)  # (B, H, t, Dh)
-        return self.cross_attn.attend(q, layer.cross_k, layer.cross_v, cache.src_mask,
-                                      return_weights=return_weights)
+        layer, g = cache.layers[index], cache.group
+        b, t, d = y.shape
+        # the g rows (beams) of a sentence share its memory: one block of g*t queries each
+        q = self.cross_attn.project_query(y.reshape(b // g, g * t, d))  # (B/g, H, g*t, Dh)
+        out, weights = self.cross_attn.attend(q, layer.cross_k, layer.cross_v, cache.src_mask,
+                                              return_weights=return_weights)  # (B/g, g*t, D)
+        if weights is not None:  # (B/g, H, g*t, S) -> (B, H, t, S)
+            h, s = weights.size(1), weights.size(-1)
+            weights = weights.view(b // g, h, g, t, s).transpose(1, 2).reshape(b, h, t, s)
+        return out.reshape(b, t, d), weights
 
 
 class Encoder(nn.Module):

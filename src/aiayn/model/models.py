@@ -111,11 +111,15 @@ class Transformer(nn.Module):
         return logits
 
     # ------------------------------------------------------------ incremental decoding
-    def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int) -> DecoderCache:
-        """A cache for up to ``max_len`` target positions, with every layer's cross-attention
-        keys and values projected from ``memory`` (B, S, D) once."""
-        cache = _new_cache(self.cfg, memory.size(0), max_len, memory)
-        cache.src_mask = src_mask
+    def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, *,
+                   beam: int = 1) -> DecoderCache:
+        """A cache for up to ``max_len`` target positions of ``beam`` rows per sentence, with
+        every layer's cross-attention keys and values projected from ``memory`` (B, S, D) once
+        per sentence and shared by its rows."""
+        b = memory.size(0)
+        cache = _new_cache(self.cfg, b * beam, max_len, memory)
+        cache.src_rows = torch.arange(b, device=memory.device).repeat_interleave(beam)
+        cache.src_mask, cache.group = src_mask, beam
         for layer, layer_cache in zip(self.decoder.layers, cache.layers):
             layer_cache.cross_k, layer_cache.cross_v = layer.cross_attn.project_kv(memory)
         return cache
