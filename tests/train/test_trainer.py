@@ -1,6 +1,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -127,8 +128,11 @@ def test_ddp_with_two_gloo_processes_equals_one_process_on_the_global_batch(toy_
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with socket.socket() as probe:  # a free port for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                    "--master-port", "29517", str(script), str(toy_data), str(tmp_path / "ddp"),
+                    "--master-addr", "127.0.0.1", "--master-port", str(port), str(script), str(toy_data), str(tmp_path / "ddp"),
                     "1"], check=True, env=env, capture_output=True)
     subprocess.run([sys.executable, str(script), str(toy_data), str(tmp_path / "one"), "2"],
                    check=True, env=env, capture_output=True)
