@@ -1,3 +1,4 @@
+import dataclasses
 import json
 from html.parser import HTMLParser
 
@@ -69,7 +70,7 @@ def test_attend_writes_readable_pngs_and_a_self_contained_page(tiny_checkpoint, 
 
 
 def test_html_escapes_tokens(maps, tmp_path):
-    maps.src_tokens[0] = "</script><b>"
+    maps = dataclasses.replace(maps, src_tokens=["</script><b>"] + maps.src_tokens[1:])
     page = write_html(maps, tmp_path / "x.html", source="<i>", target="t").read_text()
     assert "</script><b>" not in page and "&lt;i&gt;" in page
 

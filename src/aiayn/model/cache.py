@@ -52,10 +52,6 @@ class DecoderCache:
     def capacity(self) -> int:
         return self.layers[0].self_k.size(2) if self.layers else 0
 
-    @property
-    def batch_size(self) -> int:
-        return int(self.src_rows.numel())
-
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Write new self-attention keys/values (B, H, t, Dh) at ``length`` and return all
         valid keys/values (B, H, length + t, Dh). The caller advances ``length`` once per step."""

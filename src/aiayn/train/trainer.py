@@ -192,8 +192,9 @@ def _state_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
 
 
 def _check_resumable(saved: Path, model_cfg, arch: str, tokenizer_path: Path) -> None:
-    if ckpt.load_arch(saved) != arch:
-        raise UserError(f"cannot resume {saved}: it is a {ckpt.load_arch(saved)} model, not "
+    saved_arch = ckpt.load_arch(saved)
+    if saved_arch != arch:
+        raise UserError(f"cannot resume {saved}: it is a {saved_arch} model, not "
                         f"{arch}; use the same --arch, or a new --out")
     old = ckpt.load_config(saved)
     if old != model_cfg:
