@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .dropout import dropout
+from .linear import linear
 
 
 def scaled_dot_product_attention(
@@ -99,15 +100,15 @@ class MultiHeadAttention(nn.Module):
 
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention projections: (B, T, D) -> 3 x (B, H, T, Dh)."""
-        return self._split_heads(self.qkv_proj(x), 3)  # type: ignore[return-value]
+        return self._split_heads(linear(x, self.qkv_proj), 3)  # type: ignore[return-value]
 
     def project_query(self, x: Tensor) -> Tensor:
         """Cross-attention queries: (B, T, D) -> (B, H, T, Dh)."""
-        return self._split_heads(self.q_proj(x), 1)[0]
+        return self._split_heads(linear(x, self.q_proj), 1)[0]
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Cross-attention keys and values: (B, S, D) -> 2 x (B, H, S, Dh)."""
-        return self._split_heads(self.kv_proj(x), 2)  # type: ignore[return-value]
+        return self._split_heads(linear(x, self.kv_proj), 2)  # type: ignore[return-value]
 
     def attend(
         self,
@@ -127,7 +128,7 @@ class MultiHeadAttention(nn.Module):
         )  # (B, H, T, Dh)
         b, _, t, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
-        return self.out_proj(out), weights
+        return linear(out, self.out_proj), weights
 
     def forward(
         self,

@@ -14,6 +14,7 @@ from ..config import ModelConfig
 from .attention import MultiHeadAttention
 from .cache import DecoderCache
 from .dropout import Dropout
+from .linear import linear
 from .masks import causal_mask
 
 SublayerFn = Callable[[Tensor], tuple[Tensor, Tensor | None]]
@@ -31,7 +32,7 @@ class FeedForward(nn.Module):
         self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return linear(self.dropout(self.activation(linear(x, self.linear1))), self.linear2)
 
 
 class Residual(nn.Module):
@@ -40,6 +41,9 @@ class Residual(nn.Module):
     - "post" (the paper): LayerNorm(x + Dropout(Sublayer(x)))
     - "pre" (departure; Xiong et al. 2020): x + Dropout(Sublayer(LayerNorm(x)))
     - "sandwich" (departure; Ding et al. 2021): x + Dropout(LayerNorm(Sublayer(LayerNorm(x))))
+
+    ``enter`` gives the sub-layer its input and ``leave`` adds its output back; ``forward``
+    is the two around one call.
     """
 
     def __init__(self, d_model: int, *, placement: str, dropout: float, eps: float) -> None:
@@ -50,13 +54,25 @@ class Residual(nn.Module):
         self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer: SublayerFn) -> tuple[Tensor, Tensor | None]:
-        if self.placement == "post":
-            out, weights = sublayer(x)
-            return self.norm(x + self.dropout(out)), weights
-        out, weights = sublayer(self.norm(x))
+        out, weights = sublayer(self.enter(x))
+        return self.leave(x, out), weights
+
+    def enter(self, x: Tensor) -> Tensor:
+        """The sub-layer's input: x (post-norm) or LayerNorm(x)."""
+        return x if self.placement == "post" else _layer_norm(x, self.norm)
+
+    def leave(self, x: Tensor, out: Tensor) -> Tensor:
+        """x plus the sub-layer's output, normalised as the placement says."""
         if self.out_norm is not None:
-            out = self.out_norm(out)
-        return x + self.dropout(out), weights
+            out = _layer_norm(out, self.out_norm)
+        if self.training:
+            out = self.dropout(out)
+        return _layer_norm(x + out, self.norm) if self.placement == "post" else x + out
+
+
+def _layer_norm(x: Tensor, norm: nn.LayerNorm) -> Tensor:
+    # the module's own computation, without a module call (this runs in the decoding loop)
+    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
 def _residual(cfg: ModelConfig) -> Residual:
@@ -109,54 +125,53 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor | None = None,
         *,
         self_mask: Tensor | None = None,
-        cache: DecoderCache | None = None,
-        index: int = 0,
         return_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """x (B, T, D); memory (B, S, D); src_mask (B, 1, 1, S).
+        """Whole sequences: x (B, T, D); memory (B, S, D); src_mask (B, 1, 1, S).
 
-        Without a cache, self-attention is causal over x (``self_mask`` replaces the causal mask
-        when given). With a cache, x holds the next positions only, their keys and values are
-        appended to layer ``index`` of the cache, and cross-attention reads the cached memory
-        projections. Returns x, self-attention weights, cross-attention weights.
+        Self-attention is causal over x (``self_mask`` replaces the causal mask when given).
+        Returns x, self-attention weights, cross-attention weights.
         """
-        x, self_w = self.self_block(x, lambda y: self._self_attend(
-            y, self_mask, cache, index, return_weights))
+        x, self_w = self.self_block(x, lambda y: self.self_attn(
+            y, y, y, self_mask, is_causal=self_mask is None, return_weights=return_weights))
         cross_w = None
         if self.cross_attn is not None:
-            x, cross_w = self.cross_block(x, lambda y: self._cross_attend(
-                y, memory, src_mask, cache, index, return_weights))
+            x, cross_w = self.cross_block(x, lambda y: self.cross_attn(
+                y, memory, memory, src_mask, return_weights=return_weights))
         x, _ = self.ffn_block(x, lambda y: (self.ffn(y), None))
         return x, self_w, cross_w
 
-    def _self_attend(self, y: Tensor, mask: Tensor | None, cache: DecoderCache | None,
-                     index: int, return_weights: bool) -> tuple[Tensor, Tensor | None]:
-        if cache is None:
-            return self.self_attn(y, y, y, mask, is_causal=mask is None,
-                                  return_weights=return_weights)
+    def step(self, x: Tensor, cache: DecoderCache, index: int) -> Tensor:
+        """Incremental decoding: x (B, t, D) holds the next t positions. Their keys and values
+        are appended to layer ``index`` of the cache (the caller advances ``cache.length``) and
+        cross-attention reads the memory projections cached there. Returns (B, t, D).
+
+        The same computation as ``forward`` on the whole prefix, written out without the
+        per-sub-layer closures: this runs once per layer for every generated token.
+        """
+        block = self.self_block
+        x = block.leave(x, self._self_step(block.enter(x), cache, index))
+        if self.cross_attn is not None:
+            block = self.cross_block
+            x = block.leave(x, self._cross_step(block.enter(x), cache, index))
+        block = self.ffn_block
+        return block.leave(x, self.ffn(block.enter(x)))
+
+    def _self_step(self, y: Tensor, cache: DecoderCache, index: int) -> Tensor:
         q, k, v = self.self_attn.project_qkv(y)  # (B, H, t, Dh)
         k, v = cache.append(index, k, v)  # (B, H, length + t, Dh)
         t = y.size(1)
-        if mask is None and t > 1:
-            mask = causal_mask(t, y.device, offset=cache.length)
-        return self.self_attn.attend(q, k, v, mask, return_weights=return_weights)
+        mask = causal_mask(t, y.device, offset=cache.length) if t > 1 else None
+        return self.self_attn.attend(q, k, v, mask)[0]
 
-    def _cross_attend(self, y: Tensor, memory: Tensor | None, src_mask: Tensor | None,
-                      cache: DecoderCache | None, index: int,
-                      return_weights: bool) -> tuple[Tensor, Tensor | None]:
+    def _cross_step(self, y: Tensor, cache: DecoderCache, index: int) -> Tensor:
         assert self.cross_attn is not None
-        if cache is None:
-            return self.cross_attn(y, memory, memory, src_mask, return_weights=return_weights)
         layer, g = cache.layers[index], cache.group
         b, t, d = y.shape
         # the g rows (beams) of a sentence share its memory: one block of g*t queries each
         q = self.cross_attn.project_query(y.reshape(b // g, g * t, d))  # (B/g, H, g*t, Dh)
-        out, weights = self.cross_attn.attend(q, layer.cross_k, layer.cross_v, cache.src_mask,
-                                              return_weights=return_weights)  # (B/g, g*t, D)
-        if weights is not None:  # (B/g, H, g*t, S) -> (B, H, t, S)
-            h, s = weights.size(1), weights.size(-1)
-            weights = weights.view(b // g, h, g, t, s).transpose(1, 2).reshape(b, h, t, s)
-        return out.reshape(b, t, d), weights
+        out, _ = self.cross_attn.attend(q, layer.cross_k, layer.cross_v, cache.src_mask)
+        return out.reshape(b, t, d)
 
 
 class Encoder(nn.Module):
@@ -198,23 +213,27 @@ class Decoder(nn.Module):
         src_mask: Tensor | None = None,
         *,
         self_mask: Tensor | None = None,
-        cache: DecoderCache | None = None,
         return_weights: bool = False,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """x (B, T, D) -> (B, T, D), per-layer self- and cross-attention weights.
-
-        With a cache, advances ``cache.length`` by T after every layer has appended.
-        """
+        """x (B, T, D) -> (B, T, D), per-layer self- and cross-attention weights."""
         self_ws, cross_ws = [], []
-        for i, layer in enumerate(self.layers):
-            x, self_w, cross_w = layer(x, memory, src_mask, self_mask=self_mask, cache=cache,
-                                       index=i, return_weights=return_weights)
+        for layer in self.layers:
+            x, self_w, cross_w = layer(x, memory, src_mask, self_mask=self_mask,
+                                       return_weights=return_weights)
             if self_w is not None:
                 self_ws.append(self_w)
             if cross_w is not None:
                 cross_ws.append(cross_w)
-        if cache is not None:
-            cache.length += x.size(1)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, self_ws, cross_ws
+
+    def step(self, x: Tensor, cache: DecoderCache) -> Tensor:
+        """Incremental decoding of the next positions x (B, t, D) -> (B, t, D); advances
+        ``cache.length`` by t once every layer has appended its keys and values."""
+        for i, layer in enumerate(self.layers):
+            x = layer.step(x, cache, i)
+        cache.length += x.size(1)
+        if self.final_norm is not None:
+            x = _layer_norm(x, self.final_norm)
+        return x

@@ -15,6 +15,7 @@ from ..config import ModelConfig
 from .cache import DecoderCache, LayerCache
 from .embeddings import Embeddings, PositionalEncoding, token_embedding
 from .layers import Decoder, Encoder
+from .linear import linear
 from .masks import causal_padding_mask, padding_mask
 
 
@@ -98,7 +99,7 @@ class Transformer(nn.Module):
         """
         x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
                                           return_weights=return_weights)
-        return self.output_proj(x), self_w, cross_w
+        return linear(x, self.output_proj, pack=True), self_w, cross_w
 
     def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False
                 ) -> Tensor | tuple[Tensor, AttentionWeights]:
@@ -124,13 +125,10 @@ class Transformer(nn.Module):
             layer_cache.cross_k, layer_cache.cross_v = layer.cross_attn.project_kv(memory)
         return cache
 
-    def decode_step(self, tgt: Tensor, cache: DecoderCache, *, return_weights: bool = False
-                    ) -> Tensor | tuple[Tensor, list[Tensor], list[Tensor]]:
+    def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
         """Decode the next positions: tgt (B, t) -> logits (B, t, V); the cache advances by t."""
-        x = self.tgt_embed(tgt, offset=cache.length)
-        x, self_w, cross_w = self.decoder(x, cache=cache, return_weights=return_weights)
-        logits = self.output_proj(x)
-        return (logits, self_w, cross_w) if return_weights else logits
+        x = self.decoder.step(self.tgt_embed(tgt, offset=cache.length), cache)
+        return linear(x, self.output_proj, pack=True)
 
 
 class LanguageModel(nn.Module):
@@ -156,7 +154,7 @@ class LanguageModel(nn.Module):
         """tokens (B, T) -> next-token logits (B, T, V) [and AttentionWeights]."""
         x, self_w, _ = self.decoder(self.embed(tokens), self_mask=self._self_mask(tokens),
                                     return_weights=return_weights)
-        logits = self.output_proj(x)
+        logits = linear(x, self.output_proj, pack=True)
         return (logits, AttentionWeights(decoder=self_w)) if return_weights else logits
 
     def init_cache(self, batch_size: int, max_len: int) -> DecoderCache:
@@ -164,8 +162,8 @@ class LanguageModel(nn.Module):
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (B, t), the next t positions -> logits (B, t, V); the cache advances by t."""
-        x, _, _ = self.decoder(self.embed(tokens, offset=cache.length), cache=cache)
-        return self.output_proj(x)
+        x = self.decoder.step(self.embed(tokens, offset=cache.length), cache)
+        return linear(x, self.output_proj, pack=True)
 
 
 @dataclass
