@@ -5,8 +5,9 @@ CPU ``F.linear`` runs such a product on one thread (torch 2.13 with MKL: a 1 x 2
 product takes the same time with 1 or 2 threads), so at batch 1 a decoder step is bound by one
 core streaming the weights. Here the weight's output features are split into one block per
 thread and multiplied as a batch (``torch.bmm``), which PyTorch runs in parallel over the
-blocks: the same products, the same numbers, every core reading its share of the matrix
-(about 2x faster on 2 cores up to ~128 rows; ``benchmarks/decode_speed.py``). Anything else
+blocks: the same products (equal to ``F.linear`` up to float rounding), every core reading
+its share of the matrix: about 2x faster on 2 cores for up to ~32 rows, a little faster up to
+128 (measured on this project's 2-core machine; see docs/benchmarks.md). Anything else
 (training, many rows, quantized layers, other devices and dtypes) calls the layer as usual.
 """
 
