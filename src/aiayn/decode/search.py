@@ -46,28 +46,52 @@ def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> 
     return (src_len.float() * a + b).long().clamp(1, cap)
 
 
-def _next_logits(model: Transformer, tokens: Tensor, cache, step: int, max_lens: Tensor,
-                 min_len: int) -> tuple[Tensor, Tensor]:
-    """Next-token logits (rows, V) with the rules every search follows applied (-inf): never PAD
-    or BOS, no EOS before ``min_len`` tokens, only EOS at a row's length limit; and the log of
-    the softmax normaliser over the whole vocabulary (rows, 1), so that a token's
-    log-probability is ``logit - normaliser``. Searches take their top candidates from the
-    logits before normalising: cheaper than a full log_softmax, and the same numbers."""
+def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
+    """``x.topk(k, dim=-1)`` (values and indices, best first) for x (rows, V), faster on CPU.
+
+    PyTorch's CPU top-k (and ``max`` with indices) walk every element one at a time, while a
+    plain maximum is vectorized: for 128 rows of 8,000 logits, topk(8) takes ~640 us and
+    amax ~30 us here. So: take the maximum of every block of ``block`` entries; a row's k best
+    entries lie in its k blocks with the largest maxima (a block holding one of them has a
+    maximum at least as large as the k-th best; any other block's maximum is smaller); run the
+    exact top-k on those k blocks only. Entries that tie may come back in another order than
+    ``torch.topk``'s.
+    """
+    rows, v = x.shape
+    n_blocks = v // block
+    if n_blocks < 4 * k or not x.is_cpu:
+        return x.topk(k, dim=-1)
+    head = x[:, :n_blocks * block].reshape(rows, n_blocks, block)
+    best_blocks = head.amax(-1).topk(k, dim=-1).indices  # (rows, k)
+    cand = head.gather(1, best_blocks[:, :, None].expand(rows, k, block)).view(rows, k * block)
+    cand_idx = (best_blocks[:, :, None] * block
+                + torch.arange(block, device=x.device)).view(rows, k * block)
+    if v > n_blocks * block:  # the last, partial block: always a candidate
+        cand = torch.cat([cand, x[:, n_blocks * block:]], dim=1)
+        cand_idx = torch.cat([cand_idx, torch.arange(n_blocks * block, v, device=x.device)
+                              .expand(rows, -1)], dim=1)
+    values, pos = cand.topk(k, dim=-1)
+    return values, cand_idx.gather(1, pos)
+
+
+def _next_log_probs(model: Transformer, tokens: Tensor, cache, step: int, max_lens: Tensor,
+                    min_len: int) -> Tensor:
+    """Next-token log-probabilities (rows, V), normalised over the whole vocabulary, with the
+    rules every search follows applied (-inf): never PAD or BOS, no EOS before ``min_len``
+    tokens, only EOS at a row's length limit."""
     cfg = model.cfg
-    logits = model.decode_step(tokens, cache)[:, -1].float()  # (rows, V)
-    normaliser = logits.logsumexp(-1, keepdim=True)  # (rows, 1)
-    eos = logits[:, cfg.eos_id].clone()
-    logits[:, cfg.pad_id] = float("-inf")
-    logits[:, cfg.bos_id] = float("-inf")
+    lprobs = model.decode_step(tokens, cache)[:, -1].float().log_softmax(-1)  # (rows, V)
+    lprobs[:, cfg.pad_id] = float("-inf")
+    lprobs[:, cfg.bos_id] = float("-inf")
     if step < min_len:
-        logits[:, cfg.eos_id] = float("-inf")
+        lprobs[:, cfg.eos_id] = float("-inf")
     at_limit = step + 1 >= max_lens  # (rows,)
     if at_limit.any():
-        logits[at_limit] = float("-inf")
+        eos = lprobs[:, cfg.eos_id].clone()
+        lprobs[at_limit] = float("-inf")
         # a model that rules EOS out entirely (-inf) still has to stop: log-probability 0
-        logits[at_limit, cfg.eos_id] = torch.where(torch.isinf(eos), normaliser[:, 0],
-                                                   eos)[at_limit]
-    return logits, normaliser
+        lprobs[at_limit, cfg.eos_id] = torch.where(torch.isinf(eos), 0.0, eos)[at_limit]
+    return lprobs
 
 
 @torch.inference_mode()
@@ -85,9 +109,8 @@ def greedy_search(model: Transformer, src: Tensor, *, max_len_a: float = 1.0,
     scores = [0.0] * n
     step = 0
     while len(rows):
-        logits, normaliser = _next_logits(model, tokens, cache, step, max_lens, min_len)
-        best_logit, best = logits.max(-1)  # (rows,)
-        best_lp = best_logit - normaliser[:, 0]
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
+        best_lp, best = (t[:, 0] for t in top_k(lprobs, 1))  # (rows,)
         done = best == cfg.eos_id
         for row, (token, lp, finished) in enumerate(zip(best.tolist(), best_lp.tolist(),
                                                          done.tolist())):
@@ -137,11 +160,11 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
     step = 0
     while len(sentences):
         active = len(sentences)
-        logits, normaliser = _next_logits(model, tokens, cache, step, max_lens, min_len)
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
         # the 2k best continuations of all beams are among each beam's own 2k best tokens
-        c = min(2 * k, logits.size(-1))
-        row_logits, row_tokens = logits.topk(c, dim=-1)  # (N*k, c)
-        row_lprobs = (row_logits - normaliser).view(active, k, c)
+        c = min(2 * k, lprobs.size(-1))
+        row_lprobs, row_tokens = top_k(lprobs, c)  # (N*k, c)
+        row_lprobs = row_lprobs.view(active, k, c)
         cand = (scores[:, :, None] + row_lprobs).view(active, k * c)
         top_scores, top_idx = cand.topk(min(2 * k, k * c), dim=1)  # (N, 2k)
         top_beam = top_idx // c
