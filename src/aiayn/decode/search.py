@@ -147,15 +147,18 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
     n, k, device = src.size(0), beam, src.device
     memory, src_mask, _ = model.encode(src)
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
+    # At the start all k beams of a sentence would be the same: decode one row per sentence,
+    # k from the first step on (k dead beams at -inf only if the vocabulary cannot fill k).
+    width = 1 if min(2 * k, cfg.target_vocab_size) >= k else k  # beams per sentence
     # cross-attention keys/values are projected and kept once per sentence, shared by its beams
-    cache = model.init_cache(memory, src_mask, int(max_lens.max()), beam=k)
-    max_lens = max_lens.repeat_interleave(k)  # (N*k,)
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()), beam=width)
+    max_lens = max_lens.repeat_interleave(width)  # (N*width,)
 
     sentences = torch.arange(n)  # which input sentence each active group decodes
-    scores = torch.full((n, k), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # at the start all beams are the same; keep one
-    history = torch.full((n * k, 0), 0, dtype=torch.long, device=device)  # (N*k, t)
-    tokens = torch.full((n * k, 1), cfg.bos_id, dtype=torch.long, device=device)
+    scores = torch.full((n, width), float("-inf"), device=device)
+    scores[:, 0] = 0.0
+    history = torch.full((n * width, 0), 0, dtype=torch.long, device=device)  # (N*width, t)
+    tokens = torch.full((n * width, 1), cfg.bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
     step = 0
     while len(sentences):
@@ -163,12 +166,11 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
         lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
         # the 2k best continuations of all beams are among each beam's own 2k best tokens
         c = min(2 * k, lprobs.size(-1))
-        row_lprobs, row_tokens = top_k(lprobs, c)  # (N*k, c)
-        row_lprobs = row_lprobs.view(active, k, c)
-        cand = (scores[:, :, None] + row_lprobs).view(active, k * c)
-        top_scores, top_idx = cand.topk(min(2 * k, k * c), dim=1)  # (N, 2k)
+        row_lprobs, row_tokens = top_k(lprobs, c)  # (N*width, c)
+        cand = (scores[:, :, None] + row_lprobs.view(active, width, c)).view(active, width * c)
+        top_scores, top_idx = cand.topk(min(2 * k, width * c), dim=1)  # (N, 2k)
         top_beam = top_idx // c
-        top_token = row_tokens.view(active, k * c).gather(1, top_idx)
+        top_token = row_tokens.view(active, width * c).gather(1, top_idx)
 
         # 1) finish: EOS among the first k candidates, score normalised by the length penalty
         is_eos = top_token == cfg.eos_id
@@ -176,7 +178,7 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
         if eos_first_k.any():
             lp = length_penalty(step + 1, lenpen, lenpen_form)
             for group, j in eos_first_k.nonzero().tolist():
-                row = group * k + int(top_beam[group, j])
+                row = group * width + int(top_beam[group, j])
                 sentence = int(sentences[group])
                 if len(finished[sentence]) < k:
                     finished[sentence].append(Hypothesis(
@@ -191,18 +193,19 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
         scores = top_scores.gather(1, pick)
 
         # 3) sentences with k finished hypotheses (or at their limit) leave the batch
-        at_limit = step + 1 >= max_lens.view(active, k)[:, 0]
+        at_limit = step + 1 >= max_lens.view(active, width)[:, 0]
         done = torch.tensor([len(finished[int(s)]) >= k for s in sentences],
                             device=device) | at_limit
         keep = (~done).nonzero().squeeze(1)  # (N',)
-        rows = (keep[:, None] * k + new_beam[keep]).view(-1)  # (N'*k,) rows carried on
+        rows = (keep[:, None] * width + new_beam[keep]).view(-1)  # (N'*k,) rows carried on
         history = torch.cat([history[rows], new_token[keep].view(-1, 1)], dim=1)
         tokens = new_token[keep].view(-1, 1)
         scores = scores[keep]
         max_lens = max_lens[rows]
         sentences = sentences[keep.cpu()]
         if len(sentences):
-            cache.reorder(rows)
+            cache.reorder(rows, group=k)
+        width = k
         step += 1
     for hyps in finished:
         hyps.sort(key=lambda h: -h.score)

@@ -64,11 +64,13 @@ class DecoderCache:
         cache.self_v[:, :, self.length:end] = v
         return cache.self_k[:, :, :end], cache.self_v[:, :, :end]
 
-    def reorder(self, indices: Tensor) -> "DecoderCache":
+    def reorder(self, indices: Tensor, *, group: int | None = None) -> "DecoderCache":
         """Keep rows ``indices`` (B',) in that order: beams that survive, finished sentences that
-        leave, one row repeated per beam. Cross-attention keys and values are left alone when
-        every row still decodes the same source sentence (a reorder among one sentence's
-        beams)."""
+        leave, one row repeated per beam. ``group`` is the number of consecutive rows that
+        decode one sentence from now on (default: as before; a search that decodes the first
+        step with one row per sentence passes its beam size). Cross-attention keys and values
+        are left alone when every group still decodes the same source sentence (a reorder
+        among one sentence's beams)."""
         new_rows = self.src_rows.index_select(0, indices)
         n = self.length
         rows = len(indices)
@@ -83,17 +85,17 @@ class DecoderCache:
                 torch.index_select(buf[:, :, :n], 0, indices, out=spare[:, :, :n])
                 cache.spare[name] = buf
                 setattr(cache, name, spare)
-        self._reorder_cross(new_rows)
+        self._reorder_cross(new_rows, group or self.group)
         self.src_rows = new_rows
         return self
 
-    def _reorder_cross(self, new_rows: Tensor) -> None:
+    def _reorder_cross(self, new_rows: Tensor, g: int) -> None:
         """Select the cross-attention rows the new rows need, copying only when they change."""
-        g = self.group
-        old_sentences = self.src_rows[::g]
+        old_sentences = self.src_rows[::self.group]
         grouped = len(new_rows) % g == 0 and bool(
             (new_rows.view(-1, g) == new_rows.view(-1, g)[:, :1]).all())
         new_sentences = new_rows[::g] if grouped else new_rows
+        self.group = g if grouped else 1
         if grouped and torch.equal(new_sentences, old_sentences):
             return  # a reorder among each sentence's own rows: nothing to move
         position = torch.full((int(old_sentences.max()) + 1,), -1, dtype=torch.long,
@@ -106,5 +108,3 @@ class DecoderCache:
                 cache.cross_v = cache.cross_v.index_select(0, select)
         if self.src_mask is not None:
             self.src_mask = self.src_mask.index_select(0, select)
-        if not grouped:
-            self.group = 1
