@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from aiayn import ModelConfig, Transformer
+from aiayn.decode.memory import reuse_freed_memory
 from aiayn.decode.search import beam_search, greedy_search
 from aiayn.translate import quantize_int8
 
@@ -122,6 +123,7 @@ def build(name: str, size: str, args, workdir: str):
     src[:, -1] = 3
     if name.startswith("aiayn"):
         model = quantize_int8(ours) if name.endswith("int8") else ours
+        reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
 
         def fn(batch, beam):
             if beam == 1:

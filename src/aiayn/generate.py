@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from .data.tokenizer import Tokenizer
+from .decode.memory import reuse_freed_memory
 from .decode.sampling import sample
 from .errors import UserError
 from .model import LanguageModel
@@ -18,6 +19,7 @@ class Generator:
 
     def __init__(self, model: LanguageModel, tokenizer: Tokenizer) -> None:
         self.model, self.tokenizer, self.cfg = model.eval(), tokenizer, model.cfg
+        reuse_freed_memory()  # decoding steps reuse their buffers' pages (decode/memory.py)
 
     @classmethod
     def load(cls, path: str | Path) -> "Generator":

@@ -18,6 +18,7 @@ import torch
 
 from .data.corpus import token_batches
 from .data.tokenizer import Tokenizer
+from .decode.memory import reuse_freed_memory
 from .decode.search import Hypothesis, beam_search, greedy_search
 from .errors import UserError
 from .model import Transformer
@@ -36,6 +37,7 @@ class Translator:
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
+        reuse_freed_memory()  # decoding steps reuse their buffers' pages (decode/memory.py)
 
     @classmethod
     def load(cls, path: str | Path, *, device: str = "cpu", int8: bool = False) -> "Translator":
