@@ -4,11 +4,14 @@ Every system decodes the same random source sentences with a model of the same s
 weights: speed does not depend on them) and is forced to produce exactly ``--out-len`` tokens
 per sentence, so all do the same work. For CTranslate2 our own model is converted (weights
 copied into a CTranslate2 Transformer spec) and run in float32 and int8; Hugging Face runs a
-MarianMTModel of the same shape. Systems alternate within each row; with ``--isolate`` each
-measurement runs in a fresh process of its own (the systems' thread pools and caches then cannot
-disturb one another). Run by hand (bench extra: ``pip install transformers ctranslate2``):
+MarianMTModel of the same shape. Systems alternate within each row, for ``--rounds`` rounds (the
+table shows each system's median); with ``--isolate`` each measurement runs in a fresh process
+of its own (the systems' thread pools and caches then cannot disturb one another). aiayn decodes
+with the allocator settings that ``aiayn.load`` and ``aiayn translate`` apply
+(``aiayn.decode.memory``). Run by hand (bench extra: ``pip install transformers ctranslate2``):
 
     .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--repeats 3] [--isolate]
+        [--rounds 3]
 """
 
 from __future__ import annotations
@@ -171,18 +174,20 @@ def run_size(size: str, args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         systems = {} if args.isolate else {n: build(n, size, args, tmp) for n in SYSTEMS}
         for batch, beam, label in ROWS:
-            rates = {}
-            for name in SYSTEMS:  # alternate systems within the row
-                if args.isolate:  # each system alone in a fresh process
-                    out = subprocess.run(
-                        [sys.executable, __file__, "--worker", name, "--sizes", size,
-                         "--batch", str(batch), "--beam", str(beam), "--repeats",
-                         str(args.repeats), "--out-len", str(args.out_len), "--src-len",
-                         str(args.src_len), "--single", str(args.single)],
-                        check=True, capture_output=True, text=True).stdout
-                    rates[name] = float(out.strip().splitlines()[-1])
-                else:
-                    rates[name] = measure(systems[name], batch, beam, args)
+            runs: dict[str, list[float]] = {name: [] for name in SYSTEMS}
+            for _ in range(args.rounds):
+                for name in SYSTEMS:  # alternate systems within the row, round after round
+                    if args.isolate:  # each system alone in a fresh process
+                        out = subprocess.run(
+                            [sys.executable, __file__, "--worker", name, "--sizes", size,
+                             "--batch", str(batch), "--beam", str(beam), "--repeats",
+                             str(args.repeats), "--out-len", str(args.out_len), "--src-len",
+                             str(args.src_len), "--single", str(args.single)],
+                            check=True, capture_output=True, text=True).stdout
+                        runs[name].append(float(out.strip().splitlines()[-1]))
+                    else:
+                        runs[name].append(measure(systems[name], batch, beam, args))
+            rates = {name: statistics.median(r) for name, r in runs.items()}
             cells = " | ".join(f"{rates[n]:,.0f}" for n in SYSTEMS)
             ratio = rates["aiayn"] / rates["CTranslate2 float32"]
             ratio8 = rates["aiayn --int8"] / rates["CTranslate2 int8"]
@@ -197,6 +202,9 @@ def main() -> None:
     parser.add_argument("--src-len", type=int, default=25)
     parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 rows")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every system this many times per row, alternating; "
+                             "the table shows the median")
     parser.add_argument("--isolate", action="store_true",
                         help="time each system in its own fresh process")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -210,7 +218,8 @@ def main() -> None:
         return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 unless named "
           f"(aiayn --int8: torch dynamic int8 quantization); "
-          f"{args.out_len} tokens out per sentence, sources of {args.src_len} tokens")
+          f"{args.out_len} tokens out per sentence, sources of {args.src_len} tokens; "
+          f"median of {args.rounds} round(s) of {args.repeats} repeats")
     print("| size, batch | mode | aiayn | Hugging Face | CTranslate2 float32 | aiayn --int8 "
           "| CTranslate2 int8 | aiayn / CT2 float32 | aiayn int8 / CT2 int8 |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -28,11 +29,13 @@ class FeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1
         self.linear2 = nn.Linear(d_ff, d_model)  # W_2
-        self.activation = F.relu if activation == "relu" else F.gelu
+        self.relu = activation == "relu"
         self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return linear(self.dropout(self.activation(linear(x, self.linear1))), self.linear2)
+        h = linear(x, self.linear1)  # (..., d_ff), a fresh tensor: ReLU may overwrite it
+        h = torch.relu_(h) if self.relu else F.gelu(h)
+        return linear(self.dropout(h), self.linear2)
 
 
 class Residual(nn.Module):
