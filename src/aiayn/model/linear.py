@@ -6,9 +6,10 @@ product takes the same time with 1 or 2 threads), so at batch 1 a decoder step i
 core streaming the weights. Here the weight's output features are split into one block per
 thread and multiplied as a batch (``torch.bmm``), which PyTorch runs in parallel over the
 blocks: the same products (equal to ``F.linear`` up to float rounding), every core reading
-its share of the matrix: about 2x faster on 2 cores for up to ~32 rows, a little faster up to
-128 (measured on this project's 2-core machine; see docs/benchmarks.md). Anything else
-(training, many rows, quantized layers, other devices and dtypes) calls the layer as usual.
+its share of the matrix. On this project's 2-core machine (``benchmarks/linear_rows.py``):
+1.2-2.7x faster for one row, 1.4-1.8x for four, 1.0-1.3x at 32 and 1.0-1.1x at 128 rows.
+Anything else (training, many rows, quantized layers, other devices and dtypes) calls the
+layer as usual.
 """
 
 from __future__ import annotations
