@@ -43,12 +43,22 @@ def test_packed_copy_follows_in_place_updates(threads):
     torch.testing.assert_close(got, F.linear(x, layer.weight), atol=1e-5, rtol=1e-5)
 
 
-def test_uneven_split_many_rows_and_training_use_the_layer(threads):
+def test_outputs_split_into_the_most_even_blocks_up_to_the_thread_count(threads):
     threads(3)
-    layer = nn.Linear(8, 16)  # 16 outputs do not split into 3 blocks
+    layer = nn.Linear(8, 16)  # 16 outputs do not split into 3 blocks: 2 blocks of 8
+    x = torch.randn(2, 8)
     with torch.inference_mode():
-        torch.testing.assert_close(linear(torch.randn(2, 8), layer).shape, torch.Size([2, 16]))
-    assert layer.__dict__["_aiayn_blocks"][1] is None
+        got = linear(x, layer)
+    assert layer.__dict__["_aiayn_blocks"][1][0].shape == (2, 8, 8)
+    torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+    prime = nn.Linear(8, 17)  # no even split at all: the plain layer
+    with torch.inference_mode():
+        got = linear(x, prime)
+    assert prime.__dict__["_aiayn_blocks"][1] is None
+    torch.testing.assert_close(got, F.linear(x, prime.weight, prime.bias))
+
+
+def test_many_rows_and_training_use_the_layer(threads):
     threads(2)
     wide = nn.Linear(8, 16)
     with torch.inference_mode():
