@@ -112,9 +112,8 @@ def greedy_search(model: Transformer, src: Tensor, *, max_len_a: float = 1.0,
         lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
         best_lp, best = (t[:, 0] for t in top_k(lprobs, 1))  # (rows,)
         done = best == cfg.eos_id
-        for row, (token, lp, finished) in enumerate(zip(best.tolist(), best_lp.tolist(),
-                                                         done.tolist())):
-            sentence = int(rows[row])
+        for sentence, token, lp, finished in zip(rows.tolist(), best.tolist(), best_lp.tolist(),
+                                                 done.tolist()):
             scores[sentence] += lp
             if not finished:
                 out[sentence].append(token)
@@ -194,7 +193,7 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
 
         # 3) sentences with k finished hypotheses (or at their limit) leave the batch
         at_limit = step + 1 >= max_lens.view(active, width)[:, 0]
-        done = torch.tensor([len(finished[int(s)]) >= k for s in sentences],
+        done = torch.tensor([len(finished[s]) >= k for s in sentences.tolist()],
                             device=device) | at_limit
         keep = (~done).nonzero().squeeze(1)  # (N',)
         rows = (keep[:, None] * width + new_beam[keep]).view(-1)  # (N'*k,) rows carried on
