@@ -114,6 +114,21 @@ def test_cache_with_beams_drops_finished_sentences(tiny_cfg):
     torch.testing.assert_close(step, model(src[rows], tgt[keep])[:, 3:4], atol=1e-5, rtol=0)
 
 
+def test_cache_expands_one_row_per_sentence_to_its_beams(tiny_cfg):
+    model = Transformer(tiny_cfg).eval()
+    src = random_tokens(2, 5, lengths=[5, 3])
+    tgt = random_tokens(2, 4)
+    with torch.no_grad():
+        memory, src_mask, _ = model.encode(src)
+        cache = model.init_cache(memory, src_mask, max_len=8)  # the first step: one row each
+        model.decode_step(tgt[:, :1], cache)
+        rows = torch.tensor([0, 0, 0, 1, 1, 1])  # three beams per sentence from here on
+        cache.reorder(rows, group=3)
+        assert cache.group == 3 and cache.layers[0].cross_k.size(0) == 2  # memory kept once
+        step = model.decode_step(tgt[rows, 1:2], cache)
+    torch.testing.assert_close(step, model(src[rows], tgt[rows, :2])[:, 1:2], atol=1e-5, rtol=0)
+
+
 def test_cache_reorder_drops_finished_rows(tiny_cfg):
     model = Transformer(tiny_cfg).eval()
     src, tgt = random_tokens(3, 5, lengths=[5, 4, 2]), random_tokens(3, 4)

@@ -148,7 +148,7 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
     # At the start all k beams of a sentence would be the same: decode one row per sentence,
     # k from the first step on (k dead beams at -inf only if the vocabulary cannot fill k).
-    width = 1 if min(2 * k, cfg.target_vocab_size) >= k else k  # beams per sentence
+    width = 1 if cfg.target_vocab_size >= k else k  # beams per sentence
     # cross-attention keys/values are projected and kept once per sentence, shared by its beams
     cache = model.init_cache(memory, src_mask, int(max_lens.max()), beam=width)
     max_lens = max_lens.repeat_interleave(width)  # (N*width,)
