@@ -8,7 +8,7 @@ MarianMTModel of the same shape. Systems alternate within each row, for ``--roun
 table shows each system's median); with ``--isolate`` each measurement runs in a fresh process
 of its own (the systems' thread pools and caches then cannot disturb one another). aiayn decodes
 with the allocator settings that ``aiayn.load`` and ``aiayn translate`` apply
-(``aiayn.decode.memory``). Run by hand (bench extra: ``pip install transformers ctranslate2``):
+(``aiayn.cpu``). Run by hand (bench extra: ``pip install transformers ctranslate2``):
 
     .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--repeats 3] [--isolate]
         [--rounds 3]
@@ -27,9 +27,8 @@ from pathlib import Path
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn.decode.memory import reuse_freed_memory
+from aiayn.cpu import for_inference, reuse_freed_memory
 from aiayn.decode.search import beam_search, greedy_search
-from aiayn.translate import quantize_int8
 
 VOCAB = 8000
 
@@ -125,8 +124,8 @@ def build(name: str, size: str, args, workdir: str):
     src = torch.randint(4, VOCAB, (32, args.src_len), generator=gen)
     src[:, -1] = 3
     if name.startswith("aiayn"):
-        model = quantize_int8(ours) if name.endswith("int8") else ours
         reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
+        model = for_inference(ours, int8=name.endswith("int8"))
 
         def fn(batch, beam):
             if beam == 1:

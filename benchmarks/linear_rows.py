@@ -1,4 +1,4 @@
-"""Few-row linear products: ``F.linear`` against ``aiayn.model.linear`` (one block of output
+"""Few-row linear products: ``F.linear`` against ``aiayn.cpu.SplitLinear`` (one block of output
 features per thread, ``torch.bmm``), at the decoder's shapes, float32, inference mode.
 
 Microseconds per product (median of 5 runs of 200 calls) and the ratio F.linear / split, for
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from aiayn.model.linear import linear
+from aiayn.cpu import SplitLinear
 
 SHAPES = {  # (in, out): small = d_model 256, d_ff 1024; base = 512, 2048; vocabulary 8000
     "small qkv": (256, 768), "small ffn in": (256, 1024), "small ffn out": (1024, 256),
@@ -45,7 +45,7 @@ def main() -> None:
     print("|---|---:|" + "---:|" * len(ROWS))
     for name, (d_in, d_out) in SHAPES.items():
         layer = nn.Linear(d_in, d_out, bias="output" not in name)
-        pack = "output" in name
+        split_layer = SplitLinear(layer, pack="output" in name)
         for t in sorted({1, threads}):
             torch.set_num_threads(t)
             cells = []
@@ -53,7 +53,7 @@ def main() -> None:
                 x = torch.randn(rows, d_in)
                 with torch.inference_mode():
                     plain = per_call(lambda: F.linear(x, layer.weight, layer.bias))
-                    split = per_call(lambda: linear(x, layer, pack=pack))
+                    split = per_call(lambda: split_layer(x))
                 cells.append(f"{plain:,.0f} / {split:,.0f} = {plain / split:.2f}")
             print(f"| {name} {d_in}x{d_out} | {t} | " + " | ".join(cells) + " |", flush=True)
         torch.set_num_threads(threads)

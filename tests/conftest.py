@@ -63,7 +63,7 @@ def toy_data(tmp_path_factory):
 def tiny_checkpoint(toy_data, tmp_path_factory):
     """An untrained tiny model saved as a checkpoint with the toy tokenizer."""
     from aiayn import Transformer
-    from aiayn.train import checkpoint as ckpt
+    from aiayn import checkpoint as ckpt
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset("tiny", vocab_size=100, max_len=64))
     root = tmp_path_factory.mktemp("ckpt")

@@ -100,6 +100,6 @@ def test_translate_with_alignments(tiny_checkpoint, tmp_path):
 
 
 def test_positions_picture(tmp_path):
-    assert main(["positions", "--d-model", "128", "--max-len", "50",
+    assert main(["positions", "--d-model", "128", "--length", "50",
                  "--out", str(tmp_path / "pe.png")]) == 0
     assert matplotlib.image.imread(tmp_path / "pe.png").shape[:2] == (850, 1100)

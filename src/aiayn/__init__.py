@@ -2,8 +2,8 @@
 
 from .config import ConfigError, ModelConfig
 from .model import EncoderModel, LanguageModel, Transformer
-from .translate import Translator, load
+from .translate import DecodeOptions, Translator, load
 
 __version__ = "0.1.0"
-__all__ = ["ConfigError", "EncoderModel", "LanguageModel", "ModelConfig", "Transformer",
-           "Translator", "load"]
+__all__ = ["ConfigError", "DecodeOptions", "EncoderModel", "LanguageModel", "ModelConfig",
+           "Transformer", "Translator", "load"]

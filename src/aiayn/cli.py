@@ -1,5 +1,6 @@
 """`aiayn`: the command line, a thin shell over the library.
 
+One function per subcommand reads its flags into the library's typed options and calls it.
 Every user mistake ends in one line on stderr, ``aiayn: error: ...``, and exit code 2.
 """
 
@@ -10,133 +11,32 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
 from .config import ConfigError
 from .errors import UserError
 
-TRAIN_FLAGS = ("max_tokens", "grad_accum", "lr_scale", "warmup", "label_smoothing", "clip_norm",
-               "max_steps", "max_epochs", "max_minutes", "precision", "valid_every",
-               "valid_bleu_sentences", "keep_last", "patience", "log_every", "seed", "threads",
-               "device", "preset", "arch")
+
+def _log(message: str) -> None:
+    """Progress messages go to stderr; stdout carries results."""
+    print(message, file=sys.stderr, flush=True)
 
 
-def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, help="checkpoint or run directory")
-    p.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy (default 4)")
-    p.add_argument("--lenpen", type=float, default=0.6, help="length penalty alpha (0.6)")
-    p.add_argument("--lenpen-form", choices=["gnmt", "simple"], default="gnmt",
-                   help="gnmt: ((5+|Y|)/6)^alpha (the paper's); simple: |Y|^alpha")
-    p.add_argument("--max-tokens", type=int, default=4096,
-                   help="source tokens x beam per decoding batch")
-    p.add_argument("--max-len-b", type=int, default=50,
-                   help="output may be this many tokens longer than the input (50)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--int8", action="store_true",
-                   help="dynamic int8 quantization of the linear layers (CPU; faster, see docs)")
+class _Renamed(argparse.Action):
+    """A flag's former name: still accepted, with a warning naming the new one."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        _log(f"aiayn: warning: {option_string} is now {self.new}")
+        setattr(namespace, self.dest, values)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aiayn", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("prepare", help="check text, train the shared vocabulary, encode")
-    p.add_argument("--train-src"), p.add_argument("--train-tgt")
-    p.add_argument("--train-tsv", help="source<TAB>target file instead of two files")
-    p.add_argument("--valid-src"), p.add_argument("--valid-tgt")
-    p.add_argument("--valid-tsv")
-    p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--model-type", choices=["bpe", "unigram"], default="bpe")
-    p.add_argument("--max-len", type=int, default=256,
-                   help="drop pairs with a side longer than this many subword tokens")
-    p.add_argument("--out", required=True)
-    p.add_argument("--overwrite", action="store_true")
-
-    p = sub.add_parser("train", help="train a translation model")
-    p.add_argument("--data", required=True, help="directory written by `aiayn prepare`")
-    p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--config", help="YAML file of training settings")
-    p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoints/last")
-    p.add_argument("--model", action="append", default=[], metavar="KEY=VALUE",
-                   help="model override, e.g. --model norm=pre (repeatable)")
-    p.add_argument("--no-progress", action="store_true")
-    from .train.recipe import TrainConfig
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in TRAIN_FLAGS:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
-            p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None,
-                           help=f"(default {f.default})")
-
-    p = sub.add_parser("average", help="average the last checkpoints of a run (§6.1)")
-    p.add_argument("run")
-    p.add_argument("--last", type=int, default=5)
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser("plot", help="PNG of training and validation curves")
-    p.add_argument("run")
-    p.add_argument("--out", help="PNG path (default RUN/curves.png)")
-
-    p = sub.add_parser("translate", help="translate text, one sentence per line")
-    _add_decoding_flags(p)
-    p.add_argument("--nbest", type=int, default=1)
-    p.add_argument("--alignments", action="store_true",
-                   help="append a TAB and Pharaoh i-j word alignments to every line")
-    p.add_argument("-i", "--input", help="input file (default stdin)")
-    p.add_argument("-o", "--output", help="output file (default stdout)")
-
-    p = sub.add_parser("evaluate", help="translate and score with sacreBLEU (BLEU, chrF)")
-    _add_decoding_flags(p)
-    p.add_argument("--src", required=True)
-    p.add_argument("--ref", required=True)
-
-    p = sub.add_parser("generate", help="continue a prompt with a decoder-only model")
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("prompt")
-    p.add_argument("--max-new-tokens", type=int, default=50)
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
-    p.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest (0: all)")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
-    p.add_argument("--seed", type=int, help="make the sample reproducible")
-
-    p = sub.add_parser("attend", help="attention heat maps (PNG) and an HTML browser")
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("source", help="the source sentence")
-    p.add_argument("--target", help="teacher-force this reference (default: the translation)")
-    p.add_argument("--out", required=True, help="output directory")
-
-    p = sub.add_parser("positions", help="the sinusoidal positional encoding as a picture")
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--max-len", type=int, default=100)
-    p.add_argument("--base", type=float, default=10000.0)
-    p.add_argument("--out", required=True, help="PNG path")
-    return parser
-
-
-def _train_config(args: argparse.Namespace):
-    from .train.recipe import TrainConfig
-    values: dict = {}
-    if args.config:
-        path = Path(args.config)
-        if not path.is_file():
-            raise UserError(f"--config {path}: no such file")
-        TrainConfig.from_yaml(path)  # names a bad key or value in the file itself
-        values = yaml.safe_load(path.read_text()) or {}
-    for name in TRAIN_FLAGS:
-        value = getattr(args, name, None)
-        if value is not None:
-            values[name] = value
-    model = dict(values.get("model", {}))
-    for item in args.model:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise UserError(f"--model {item!r}: expected KEY=VALUE, e.g. --model norm=pre")
-        model[key.strip()] = yaml.safe_load(value)
-    if model:
-        values["model"] = model
-    return TrainConfig.from_dict(values)
-
-
+# --------------------------------------------------------------------------- prepare
 def _text_pair(prefix: str, args: argparse.Namespace, required: bool):
     from .data.prepare import TextPair
     src, tgt, tsv = (getattr(args, f"{prefix}_{k}") for k in ("src", "tgt", "tsv"))
@@ -154,9 +54,149 @@ def _text_pair(prefix: str, args: argparse.Namespace, required: bool):
     return None
 
 
-def _log(message: str) -> None:
-    """Progress messages go to stderr; stdout carries results."""
-    print(message, file=sys.stderr, flush=True)
+def _add_prepare(sub) -> None:
+    p = sub.add_parser("prepare", help="check text, train the shared vocabulary, encode")
+    for split, need in (("train", "required"), ("valid", "optional")):
+        p.add_argument(f"--{split}-src", metavar="FILE",
+                       help=f"{split} source sentences, one a line (plain or .gz; {need})")
+        p.add_argument(f"--{split}-tgt", metavar="FILE",
+                       help=f"{split} target sentences, aligned with --{split}-src")
+        p.add_argument(f"--{split}-tsv", metavar="FILE",
+                       help=f"{split} pairs as source<TAB>target lines, instead of two files")
+    p.add_argument("--vocab-size", type=int, default=8000,
+                   help="subword pieces in the shared vocabulary (default: 8000)")
+    p.add_argument("--model-type", choices=["bpe", "unigram"], default="bpe",
+                   help="SentencePiece model: bpe (the paper's) or unigram (default: bpe)")
+    p.add_argument("--max-len", type=int, default=256, metavar="TOKENS",
+                   help="drop pairs with a side longer than this many subword tokens "
+                        "(default: 256)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the data directory to write")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace --out if it exists (only once everything is written)")
+    p.set_defaults(command_fn=prepare_command)
+
+
+def prepare_command(args: argparse.Namespace) -> None:
+    from .data.prepare import prepare
+    train = _text_pair("train", args, required=True)
+    valid = _text_pair("valid", args, required=False)
+    prepare(train, args.out, valid=valid, vocab_size=args.vocab_size, model_type=args.model_type,
+            max_len=args.max_len, overwrite=args.overwrite, log=_log)
+    print(f"prepared {args.out}")
+
+
+# ----------------------------------------------------------------------------- train
+def _add_train(sub) -> None:
+    from .train.recipe import TrainConfig
+    p = sub.add_parser("train", help="train a translation model or a language model")
+    p.add_argument("--data", required=True, metavar="DIR",
+                   help="the data directory written by `aiayn prepare`")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="the run directory: checkpoints, metrics.jsonl, configs")
+    p.add_argument("--config", metavar="YAML",
+                   help="training settings (TrainConfig fields); flags override them")
+    p.add_argument("--resume", action="store_true",
+                   help="continue --out exactly from its checkpoints/last")
+    p.add_argument("--model", action="append", default=[], metavar="KEY=VALUE",
+                   help="a ModelConfig override, e.g. --model norm=pre (repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for f in dataclasses.fields(TrainConfig):  # one flag per setting, with the setting's help
+        if f.metadata["flag"]:
+            p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
+                           choices=f.metadata["choices"], metavar=f.metadata["unit"],
+                           help=f"{f.metadata['help']} (default: {f.default})")
+    p.set_defaults(command_fn=train_command)
+
+
+def _train_config(args: argparse.Namespace):
+    from .train.recipe import TrainConfig
+    values: dict = {}
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise UserError(f"--config {path}: no such file")
+        TrainConfig.from_yaml(path)  # names a bad key or value in the file itself
+        values = yaml.safe_load(path.read_text()) or {}
+    for f in dataclasses.fields(TrainConfig):
+        value = getattr(args, f.name, None) if f.metadata["flag"] else None
+        if value is not None:
+            values[f.name] = value
+    model = dict(values.get("model", {}))
+    for item in args.model:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--model {item!r}: expected KEY=VALUE, e.g. --model norm=pre")
+        model[key.strip()] = yaml.safe_load(value)
+    if model:
+        values["model"] = model
+    return TrainConfig.from_dict(values)
+
+
+def train_command(args: argparse.Namespace) -> None:
+    from .train.trainer import train
+    summary = train(args.data, args.out, _train_config(args), resume=args.resume,
+                    progress=not args.no_progress, log=_log)
+    print(json.dumps(summary, indent=1))
+
+
+# --------------------------------------------------------------------- average, plot
+def _add_average_plot(sub) -> None:
+    p = sub.add_parser("average", help="average the last checkpoints of a run (§6.1)")
+    p.add_argument("run", help="the run directory")
+    p.add_argument("--last", type=int, default=5, metavar="N",
+                   help="average the newest N step checkpoints (default: 5)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the checkpoint directory to write")
+    p.set_defaults(command_fn=average_command)
+
+    p = sub.add_parser("plot", help="PNG of training and validation curves")
+    p.add_argument("run", help="the run directory")
+    p.add_argument("--out", metavar="PNG", help="the picture to write (default: RUN/curves.png)")
+    p.set_defaults(command_fn=plot_command)
+
+
+def average_command(args: argparse.Namespace) -> None:
+    from .checkpoint import average_checkpoints, list_step_checkpoints
+    if args.last < 1:
+        raise UserError(f"--last ({args.last}) must be at least 1")
+    steps = list_step_checkpoints(Path(args.run))
+    if not steps:
+        raise UserError(f"{args.run}: no step checkpoints in {args.run}/checkpoints")
+    chosen = steps[-args.last:]
+    average_checkpoints(chosen, Path(args.out))
+    print(f"averaged {len(chosen)} checkpoints ({chosen[0].name} .. {chosen[-1].name}) "
+          f"into {args.out}")
+
+
+def plot_command(args: argparse.Namespace) -> None:
+    from .train.plot import plot_run
+    print(f"wrote {plot_run(Path(args.run), args.out)}")
+
+
+# ---------------------------------------------------------------- translate, evaluate
+def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="a checkpoint directory, or a run directory (its best checkpoint)")
+    p.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy (default: 4)")
+    p.add_argument("--lenpen", type=float, default=0.6,
+                   help="length penalty alpha (default: 0.6)")
+    p.add_argument("--lenpen-form", choices=["gnmt", "simple"], default="gnmt",
+                   help="gnmt: score / ((5 + |Y|) / 6)^alpha, the paper's; simple: "
+                        "score / |Y|^alpha (default: gnmt)")
+    p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
+                   help="source tokens x beam per decoding batch (default: 4096)")
+    p.add_argument("--max-tokens", dest="batch_tokens", type=int, action=_Renamed,
+                   new="--batch-tokens")
+    p.add_argument("--max-len-b", type=int, default=50, metavar="TOKENS",
+                   help="an output may be this many tokens longer than its input (default: 50)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    p.add_argument("--int8", action="store_true",
+                   help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
+
+
+def _decode_options(args: argparse.Namespace, nbest: int = 1):
+    from .translate import DecodeOptions
+    return DecodeOptions(beam=args.beam, lenpen=args.lenpen, lenpen_form=args.lenpen_form,
+                         nbest=nbest, batch_tokens=args.batch_tokens, max_len_b=args.max_len_b)
 
 
 def _read_lines(path: str | None) -> list[str]:
@@ -172,96 +212,142 @@ def _read_lines(path: str | None) -> list[str]:
         raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
 
 
-def _decode_options(args: argparse.Namespace) -> dict:
-    return dict(beam=args.beam, lenpen=args.lenpen, lenpen_form=args.lenpen_form,
-                max_tokens=args.max_tokens, max_len_b=args.max_len_b)
+def _add_translate_evaluate(sub) -> None:
+    p = sub.add_parser("translate", help="translate text, one sentence per line")
+    _add_decoding_flags(p)
+    p.add_argument("--nbest", type=int, default=1, metavar="N",
+                   help="print the N best translations of each sentence as "
+                        "index<TAB>score<TAB>text lines (default: 1)")
+    p.add_argument("--alignments", action="store_true",
+                   help="append a TAB and Pharaoh i-j word alignments to every line")
+    p.add_argument("-i", "--input", metavar="FILE", help="input file (default: stdin)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(command_fn=translate_command)
+
+    p = sub.add_parser("evaluate", help="translate and score with sacreBLEU (BLEU, chrF)")
+    _add_decoding_flags(p)
+    p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one a line")
+    p.add_argument("--ref", required=True, metavar="FILE", help="reference translations")
+    p.set_defaults(command_fn=evaluate_command)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.command == "prepare":
-        from .data.prepare import prepare
-        train = _text_pair("train", args, required=True)
-        valid = _text_pair("valid", args, required=False)
-        prepare(train, args.out, valid=valid, vocab_size=args.vocab_size,
-                model_type=args.model_type, max_len=args.max_len, overwrite=args.overwrite,
-                log=_log)
-        print(f"prepared {args.out}")
-    elif args.command == "train":
-        from .train.trainer import train
-        summary = train(args.data, args.out, _train_config(args), resume=args.resume,
-                        progress=not args.no_progress, log=_log)
-        print(json.dumps(summary, indent=1))
-    elif args.command == "average":
-        from .train.checkpoint import average_checkpoints, list_step_checkpoints
-        if args.last < 1:
-            raise UserError(f"--last ({args.last}) must be at least 1")
-        steps = list_step_checkpoints(Path(args.run))
-        if not steps:
-            raise UserError(f"{args.run}: no step checkpoints in {args.run}/checkpoints")
-        chosen = steps[-args.last:]
-        average_checkpoints(chosen, Path(args.out))
-        print(f"averaged {len(chosen)} checkpoints ({chosen[0].name} .. {chosen[-1].name}) "
-              f"into {args.out}")
-    elif args.command == "plot":
-        from .train.plot import plot_run
-        print(f"wrote {plot_run(Path(args.run), args.out)}")
-    elif args.command == "translate":
-        from .translate import load
-        translator = load(args.checkpoint, device=args.device, int8=args.int8)  # fails first
-        lines = _read_lines(args.input)
-        bar = None
-        if args.output:
-            from tqdm import tqdm
-            bar = tqdm(total=len(lines), unit="sent", file=sys.stderr)
-        out = translator.translate(lines, nbest=args.nbest, **_decode_options(args),
-                                   on_batch=bar.update if bar else None)
-        if bar:
-            bar.close()
-        if args.alignments and args.nbest == 1:
-            out = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, out)]
-        if args.nbest == 1:
-            text = "".join(o + "\n" for o in out)
-        else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
-            text = "".join(f"{i}\t{s:.4f}\t{t}\n" for i, o in enumerate(out) for t, s in o)
-        if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text)
-    elif args.command == "evaluate":
-        from .evaluate import evaluate
-        result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref),
-                          device=args.device, int8=args.int8, **_decode_options(args))
-        print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
-        print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
-    elif args.command == "generate":
-        from .generate import Generator
-        print(Generator.load(args.checkpoint).generate(
-            args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-            top_k=args.top_k, top_p=args.top_p, seed=args.seed))
-    elif args.command == "attend":
-        from .inspect import plot_attention, write_html
-        from .translate import load
-        translator = load(args.checkpoint)
-        maps = translator.attention(args.source, args.target)
-        target = args.target if args.target is not None else translator.tokenizer.sp.DecodePieces(
-            maps.tgt_tokens[1:])
-        written = plot_attention(maps, args.out)
-        written.append(write_html(maps, Path(args.out) / "index.html", source=args.source,
-                                  target=target))
-        print(f"wrote {len(written)} files to {args.out} (open {Path(args.out) / 'index.html'})")
-    elif args.command == "positions":
-        from .inspect import plot_positions
-        if args.d_model < 2 or args.max_len < 1:
-            raise UserError("--d-model must be at least 2 and --max-len at least 1")
-        print(f"wrote {plot_positions(args.d_model, args.max_len, args.out, args.base)}")
-    return 0
+def translate_command(args: argparse.Namespace) -> None:
+    from .translate import load
+    options = _decode_options(args, args.nbest)
+    translator = load(args.checkpoint, device=args.device, int8=args.int8)  # fails first
+    lines = _read_lines(args.input)
+    bar = None
+    if args.output:
+        from tqdm import tqdm
+        bar = tqdm(total=len(lines), unit="sent", file=sys.stderr)
+    out = translator.translate(lines, options, on_batch=bar.update if bar else None)
+    if bar:
+        bar.close()
+    if args.alignments and args.nbest == 1:
+        out = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, out)]
+    if args.nbest == 1:
+        text = "".join(o + "\n" for o in out)
+    else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
+        text = "".join(f"{i}\t{s:.4f}\t{t}\n" for i, o in enumerate(out) for t, s in o)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def evaluate_command(args: argparse.Namespace) -> None:
+    from .evaluate import evaluate
+    result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref),
+                      _decode_options(args), device=args.device, int8=args.int8)
+    print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
+    print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+
+
+# -------------------------------------------------------------------------- generate
+def _add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="continue a prompt with a decoder-only model")
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="a decoder-only checkpoint or run directory")
+    p.add_argument("prompt", help="the text to continue")
+    p.add_argument("--max-new-tokens", type=int, default=50, metavar="TOKENS",
+                   help="generate at most this many tokens (default: 50)")
+    p.add_argument("--temperature", type=float, default=1.0,
+                   help="divide the logits by this; 0 = greedy (default: 1.0)")
+    p.add_argument("--top-k", type=int, default=0, metavar="K",
+                   help="sample among the K likeliest tokens; 0 = all (default: 0)")
+    p.add_argument("--top-p", type=float, default=1.0, metavar="P",
+                   help="sample within the smallest set of tokens of probability P "
+                        "(nucleus; default: 1.0)")
+    p.add_argument("--seed", type=int, help="make the sample reproducible")
+    p.set_defaults(command_fn=generate_command)
+
+
+def generate_command(args: argparse.Namespace) -> None:
+    from .generate import Generator
+    print(Generator.load(args.checkpoint).generate(
+        args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+        top_k=args.top_k, top_p=args.top_p, seed=args.seed))
+
+
+# ------------------------------------------------------------------ attend, positions
+def _add_inspection(sub) -> None:
+    p = sub.add_parser("attend", help="attention heat maps (PNG) and an HTML browser")
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="a checkpoint or run directory")
+    p.add_argument("source", help="the source sentence")
+    p.add_argument("--target", help="teacher-force this reference (default: the translation)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.set_defaults(command_fn=attend_command)
+
+    p = sub.add_parser("positions", help="the sinusoidal positional encoding as a picture")
+    p.add_argument("--d-model", type=int, default=512, help="model width (default: 512)")
+    p.add_argument("--length", type=int, default=100, metavar="POSITIONS",
+                   help="positions to draw (default: 100)")
+    p.add_argument("--max-len", dest="length", type=int, action=_Renamed, new="--length")
+    p.add_argument("--base", type=float, default=10000.0,
+                   help="the sinusoids' base (default: 10000, §3.5)")
+    p.add_argument("--out", required=True, metavar="PNG", help="the picture to write")
+    p.set_defaults(command_fn=positions_command)
+
+
+def attend_command(args: argparse.Namespace) -> None:
+    from .inspect import plot_attention, write_html
+    from .translate import load
+    translator = load(args.checkpoint)
+    maps = translator.attention(args.source, args.target)
+    target = args.target if args.target is not None else translator.tokenizer.sp.DecodePieces(
+        maps.tgt_tokens[1:])
+    written = plot_attention(maps, args.out)
+    written.append(write_html(maps, Path(args.out) / "index.html", source=args.source,
+                              target=target))
+    print(f"wrote {len(written)} files to {args.out} (open {Path(args.out) / 'index.html'})")
+
+
+def positions_command(args: argparse.Namespace) -> None:
+    from .inspect import plot_positions
+    if args.d_model < 2 or args.length < 1:
+        raise UserError("--d-model must be at least 2 and --length at least 1")
+    print(f"wrote {plot_positions(args.d_model, args.length, args.out, args.base)}")
+
+
+# ------------------------------------------------------------------------------ main
+SUBCOMMANDS: tuple[Callable, ...] = (_add_prepare, _add_train, _add_average_plot,
+                                     _add_translate_evaluate, _add_generate, _add_inspection)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aiayn", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        return run(args)
+        args.command_fn(args)
+        return 0
     except (UserError, ConfigError) as err:
         print(f"aiayn: error: {err}", file=sys.stderr)
         return 2

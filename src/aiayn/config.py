@@ -21,6 +21,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+# The special token ids, the same in every vocabulary aiayn trains (SentencePiece is told them)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
 NORMS = ("post", "pre", "sandwich")
 POSITIONS = ("sinusoidal", "learned")
 ACTIVATIONS = ("relu", "gelu")
@@ -85,10 +88,10 @@ class ModelConfig:
     share_embeddings: bool = True
     tie_output: bool = True
     layer_norm_eps: float = 1e-5
-    pad_id: int = 0
-    unk_id: int = 1
-    bos_id: int = 2
-    eos_id: int = 3
+    pad_id: int = PAD_ID
+    unk_id: int = UNK_ID
+    bos_id: int = BOS_ID
+    eos_id: int = EOS_ID
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:

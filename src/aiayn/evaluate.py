@@ -7,7 +7,7 @@ from pathlib import Path
 import sacrebleu
 
 from .errors import UserError
-from .translate import load
+from .translate import DecodeOptions, load
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict:
@@ -22,11 +22,12 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
             "chrf": c.score, "chrf_signature": str(chrf.get_signature())}
 
 
-def evaluate(checkpoint: str | Path, sources: list[str], references: list[str], *,
-             device: str = "cpu", int8: bool = False, **decoding) -> dict:
+def evaluate(checkpoint: str | Path, sources: list[str], references: list[str],
+             options: DecodeOptions | None = None, *, device: str = "cpu",
+             int8: bool = False) -> dict:
     """Translate ``sources`` with the checkpoint and score against ``references``."""
     if len(sources) != len(references):
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")
-    hypotheses = load(checkpoint, device=device, int8=int8).translate(sources, **decoding)
+    hypotheses = load(checkpoint, device=device, int8=int8).translate(sources, options)
     return {**score(hypotheses, references), "hypotheses": hypotheses}

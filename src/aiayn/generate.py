@@ -6,12 +6,12 @@ from pathlib import Path
 
 import torch
 
+from . import checkpoint as ckpt
+from . import cpu
 from .data.tokenizer import Tokenizer
-from .decode.memory import reuse_freed_memory
 from .decode.sampling import sample
 from .errors import UserError
 from .model import LanguageModel
-from .train import checkpoint as ckpt
 
 
 class Generator:
@@ -19,7 +19,6 @@ class Generator:
 
     def __init__(self, model: LanguageModel, tokenizer: Tokenizer) -> None:
         self.model, self.tokenizer, self.cfg = model.eval(), tokenizer, model.cfg
-        reuse_freed_memory()  # decoding steps reuse their buffers' pages (decode/memory.py)
 
     @classmethod
     def load(cls, path: str | Path) -> "Generator":
@@ -28,7 +27,9 @@ class Generator:
             raise UserError(f"{directory} holds an encoder-decoder (translation) model; generate "
                             "with a decoder-only checkpoint (train --arch decoder-only), or use "
                             "`aiayn translate`")
-        return cls(ckpt.load_model(directory), Tokenizer.load(directory / ckpt.TOKENIZER))
+        cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
+        model = cpu.for_inference(ckpt.load_model(directory))
+        return cls(model, ckpt.load_tokenizer(directory))
 
     def generate(self, prompt: str, *, max_new_tokens: int = 50, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None) -> str:

@@ -7,8 +7,8 @@ consumes them from outside the model.
 from __future__ import annotations
 
 import html
-import math
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 

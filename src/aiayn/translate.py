@@ -4,32 +4,76 @@ Example::
 
     translator = aiayn.load("runs/en-es")          # a run (its best checkpoint) or a checkpoint
     translator.translate(["In the beginning God created the heavens and the earth."])
+    translator.translate(lines, DecodeOptions(beam=5, nbest=3))   # [(text, score), ...] each
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 import torch
 
+from . import checkpoint as ckpt
+from . import cpu
 from .data.corpus import token_batches
 from .data.tokenizer import Tokenizer
-from .decode.memory import reuse_freed_memory
-from .decode.search import Hypothesis, beam_search, greedy_search
+from .decode.search import LENGTH_PENALTIES, Hypothesis, beam_search, greedy_search
 from .errors import UserError
 from .model import Transformer
-from .train import checkpoint as ckpt
 
 if TYPE_CHECKING:
     from .inspect import AttentionMaps
 
 
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How to decode (§6.1 defaults: beam 4, length penalty 0.6, max length input + 50).
+
+    Args:
+        beam: beam size; 1 with nbest 1 is greedy decoding.
+        lenpen: length penalty alpha.
+        lenpen_form: "gnmt" ((5 + |Y|) / 6)^alpha, the paper's, or "simple" |Y|^alpha.
+        nbest: hypotheses returned per sentence (at most ``beam``).
+        batch_tokens: source tokens x beam per decoding batch.
+        max_len_a, max_len_b: at most a x (source tokens) + b generated tokens.
+    """
+
+    beam: int = 4
+    lenpen: float = 0.6
+    lenpen_form: str = "gnmt"
+    nbest: int = 1
+    batch_tokens: int = 4096
+    max_len_a: float = 1.0
+    max_len_b: int = 50
+
+    def __post_init__(self) -> None:
+        if self.beam < 1:
+            raise UserError(f"--beam ({self.beam}) must be at least 1")
+        if not 1 <= self.nbest <= self.beam:
+            raise UserError(f"--nbest ({self.nbest}) must be between 1 and --beam ({self.beam})")
+        if self.lenpen_form not in LENGTH_PENALTIES:
+            raise UserError(f"--lenpen-form ({self.lenpen_form!r}) must be one of "
+                            f"{', '.join(LENGTH_PENALTIES)}")
+        if self.batch_tokens < 1:
+            raise UserError(f"--batch-tokens ({self.batch_tokens}) must be at least 1")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise UserError("--max-len-a and --max-len-b must be >= 0")
+
+    def replace(self, **changes) -> "DecodeOptions":
+        return dataclasses.replace(self, **changes)
+
+
 class Translator:
-    """A trained encoder-decoder model with its tokenizer, ready to translate sentences."""
+    """A trained encoder-decoder model with its tokenizer, ready to translate sentences.
+
+    ``model`` is used as given; ``Translator.load`` prepares it for CPU inference
+    (``aiayn.cpu.for_inference``).
+    """
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, *,
                  warn: Callable[[str], None] | None = None) -> None:
@@ -37,28 +81,23 @@ class Translator:
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
-        reuse_freed_memory()  # decoding steps reuse their buffers' pages (decode/memory.py)
 
     @classmethod
     def load(cls, path: str | Path, *, device: str = "cpu", int8: bool = False) -> "Translator":
         """Load from a checkpoint directory or a run directory (its best, else last checkpoint).
 
-        ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only): weights
-        stored as int8, activations quantized on the fly; embeddings stay float32.
+        ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
         """
+        if int8 and device != "cpu":
+            raise UserError("--int8 runs on the CPU only; drop --device or --int8")
         directory = ckpt.resolve_checkpoint(path)
         if ckpt.load_arch(directory) != "encoder-decoder":
             raise UserError(f"{directory} holds a decoder-only language model; translate with an "
                             "encoder-decoder checkpoint, or use `aiayn generate`")
-        model = ckpt.load_model(directory)
-        tokenizer = Tokenizer.load(directory / ckpt.TOKENIZER)
-        if tokenizer.vocab_size > model.cfg.vocab_size:
-            raise UserError(f"{directory}: tokenizer has {tokenizer.vocab_size} pieces but the "
-                            f"model {model.cfg.vocab_size}; the checkpoint is inconsistent")
-        if int8:
-            if device != "cpu":
-                raise UserError("--int8 runs on the CPU only; drop --device or --int8")
-            model = quantize_int8(model.eval())
+        model, tokenizer = ckpt.load_model(directory), ckpt.load_tokenizer(directory)
+        if device == "cpu":
+            cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
+            model = cpu.for_inference(model, int8=int8)
         return cls(model.to(device), tokenizer)
 
     # ---------------------------------------------------------------- encoding
@@ -79,13 +118,10 @@ class Translator:
         return out.to(self.device)
 
     # -------------------------------------------------------------- translating
-    def translate_ids(self, sources: list[list[int]], *, beam: int = 4, lenpen: float = 0.6,
-                      lenpen_form: str = "gnmt", nbest: int = 1, max_tokens: int = 4096,
-                      max_len_a: float = 1.0, max_len_b: int = 50,
+    def translate_ids(self, sources: list[list[int]], options: DecodeOptions | None = None, *,
                       on_batch: Callable[[int], None] | None = None) -> list[list[Hypothesis]]:
         """Decode token-id sources in length-sorted, token-bounded batches; input order kept."""
-        if beam < 1:
-            raise UserError(f"--beam ({beam}) must be at least 1")
+        o = options or DecodeOptions()
         results: list[list[Hypothesis]] = [[] for _ in sources]
         todo = [i for i, s in enumerate(sources) if len(s) > 1]  # only EOS: nothing to translate
         for i in set(range(len(sources))) - set(todo):
@@ -93,38 +129,39 @@ class Translator:
         if not todo:
             return results
         # a batch's padded size counts the beam rows: (sentences x beam) x longest source
-        sizes = np.array([len(sources[i]) for i in todo]) * beam
-        limit = max(max_tokens, int(sizes.max()))
+        sizes = np.array([len(sources[i]) for i in todo]) * o.beam
+        limit = max(o.batch_tokens, int(sizes.max()))
         for batch in token_batches(sizes, limit, seed=0, epoch=0, shuffle=False):
             rows = [todo[j] for j in batch]
             src = self._pad([sources[i] for i in rows])
-            if beam == 1 and nbest == 1:
-                hyps = [[h] for h in greedy_search(self.model, src, max_len_a=max_len_a,
-                                                   max_len_b=max_len_b)]
+            if o.beam == 1 and o.nbest == 1:
+                hyps = [[h] for h in greedy_search(self.model, src, max_len_a=o.max_len_a,
+                                                   max_len_b=o.max_len_b)]
             else:
-                hyps = beam_search(self.model, src, beam=beam, lenpen=lenpen,
-                                   lenpen_form=lenpen_form, nbest=nbest, max_len_a=max_len_a,
-                                   max_len_b=max_len_b)
+                hyps = beam_search(self.model, src, beam=o.beam, lenpen=o.lenpen,
+                                   lenpen_form=o.lenpen_form, nbest=o.nbest,
+                                   max_len_a=o.max_len_a, max_len_b=o.max_len_b)
             for i, h in zip(rows, hyps):
                 results[i] = h
             if on_batch is not None:
                 on_batch(len(rows))
         return results
 
-    def translate(self, sentences: Iterable[str], *, beam: int = 4, lenpen: float = 0.6,
-                  nbest: int = 1, **options) -> list[str] | list[list[tuple[str, float]]]:
-        """Translate sentences. nbest == 1: one string each; else lists of (text, score).
+    def translate(self, sentences: Iterable[str], options: DecodeOptions | None = None, *,
+                  on_batch: Callable[[int], None] | None = None,
+                  ) -> list[str] | list[list[tuple[str, float]]]:
+        """Translate sentences. nbest 1: one string each; else lists of (text, score).
 
-        An empty sentence gives an empty translation. ``options`` go to ``translate_ids``.
+        An empty sentence gives an empty translation.
         """
+        o = options or DecodeOptions()
         sentences = list(sentences)
         sources = [self.encode_source(s, i + 1) if s.strip() else [self.cfg.eos_id]
                    for i, s in enumerate(sentences)]
-        hyps = self.translate_ids(sources, beam=beam, lenpen=lenpen, nbest=nbest, **options)
-        if nbest == 1:
+        hyps = self.translate_ids(sources, o, on_batch=on_batch)
+        if o.nbest == 1:
             return [self.tokenizer.decode(h[0].tokens) for h in hyps]
         return [[(self.tokenizer.decode(x.tokens), x.score) for x in h] for h in hyps]
-
 
     # --------------------------------------------------------------- inspecting
     def attention(self, source: str, target: str | None = None) -> "AttentionMaps":
@@ -144,13 +181,6 @@ class Translator:
         if not source.strip() or not translation.strip():
             return ""
         return pharaoh(word_alignments(self.attention(source, translation)))
-
-
-def quantize_int8(model: Transformer) -> Transformer:
-    """Dynamic int8 quantization of every ``nn.Linear`` (torch.ao.quantization.quantize_dynamic)."""
-    with warnings.catch_warnings():  # torch marks the eager quantization API deprecated
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 def load(path: str | Path, *, device: str = "cpu", int8: bool = False) -> Translator:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn.decode.search import beam_search, greedy_search, length_penalty, top_k
+from aiayn.decode.search import beam_search, greedy_search, length_penalty
 from aiayn.model import DecoderCache, LayerCache
 from tests.conftest import random_tokens
 
@@ -175,16 +175,3 @@ def test_a_sentence_decodes_the_same_alone_and_in_a_batch_of_32():
     for i in (3, 12):
         alone = greedy_search(model, batch[i:i + 1, :lengths[i]])[0]
         assert alone.tokens == greedy_together[i].tokens
-
-
-@pytest.mark.parametrize("rows,vocab,k", [(1, 8000, 1), (128, 8000, 8), (5, 1000, 8),
-                                          (3, 1030, 3), (4, 50, 8)])
-def test_blocked_top_k_equals_torch_topk(rows, vocab, k):
-    torch.manual_seed(rows + vocab)
-    x = torch.randn(rows, vocab)
-    x[:, :2] = float("-inf")  # masked tokens
-    x[0, -1] = 100.0  # the best entry in the partial last block (vocab % 64 != 0)
-    values, indices = top_k(x, k)
-    expected_values, expected_indices = x.topk(k, dim=-1)
-    assert torch.equal(values, expected_values)
-    assert torch.equal(indices, expected_indices)  # no ties among random floats

@@ -3,19 +3,20 @@ import sacrebleu
 import torch
 
 from aiayn.evaluate import evaluate, score
-from aiayn.translate import load
+from aiayn.translate import DecodeOptions, load
 
 
 def test_translations_come_back_in_input_order(tiny_checkpoint):
     translator = load(tiny_checkpoint)
     sentences = ["alpha beta gamma delta epsilon", "pi", "rho sigma", "tau upsilon phi chi psi"]
-    together = translator.translate(sentences, beam=2, max_tokens=8)  # several small batches
-    alone = [translator.translate([s], beam=2)[0] for s in sentences]
+    # several small batches
+    together = translator.translate(sentences, DecodeOptions(beam=2, batch_tokens=8))
+    alone = [translator.translate([s], DecodeOptions(beam=2))[0] for s in sentences]
     assert together == alone
 
 
 def test_empty_lines_give_empty_translations(tiny_checkpoint):
-    out = load(tiny_checkpoint).translate(["", "alpha", "   "], beam=2)
+    out = load(tiny_checkpoint).translate(["", "alpha", "   "], DecodeOptions(beam=2))
     assert out[0] == "" and out[2] == "" and len(out) == 3
 
 
@@ -23,13 +24,14 @@ def test_overlong_input_is_truncated_with_a_warning(tiny_checkpoint):
     translator = load(tiny_checkpoint)
     warnings = []
     translator.warn = warnings.append
-    out = translator.translate([" ".join(["omega alpha"] * 100)], beam=1)
+    out = translator.translate([" ".join(["omega alpha"] * 100)], DecodeOptions(beam=1))
     assert len(out) == 1
     assert warnings and "truncated to 63" in warnings[0]
 
 
 def test_nbest_lists_are_sorted_with_scores(tiny_checkpoint):
-    out = load(tiny_checkpoint).translate(["alpha beta", "gamma"], beam=4, nbest=3)
+    out = load(tiny_checkpoint).translate(["alpha beta", "gamma"],
+                                          DecodeOptions(beam=4, nbest=3))
     for hyps in out:
         assert len(hyps) == 3
         scores = [s for _, s in hyps]
@@ -39,7 +41,7 @@ def test_nbest_lists_are_sorted_with_scores(tiny_checkpoint):
 def test_evaluate_equals_sacrebleu_on_the_same_strings(tiny_checkpoint):
     sources = ["alpha beta", "gamma delta epsilon", "pi rho"]
     references = ["BETA ALPHA", "EPSILON DELTA GAMMA", "RHO PI"]
-    result = evaluate(tiny_checkpoint, sources, references, beam=2)
+    result = evaluate(tiny_checkpoint, sources, references, DecodeOptions(beam=2))
     hyps = result["hypotheses"]
     assert result["bleu"] == sacrebleu.corpus_bleu(hyps, [references]).score
     assert result["chrf"] == sacrebleu.corpus_chrf(hyps, [references]).score
@@ -61,4 +63,4 @@ def test_int8_translator_quantizes_every_linear_layer_and_translates(tiny_checkp
         a = fp32.model(src, torch.tensor([[2, 13, 14]]))
         b = int8.model(src, torch.tensor([[2, 13, 14]]))
     assert (a - b).abs().max() < 0.1 * a.abs().max()  # close, not equal
-    assert len(int8.translate(["alpha beta", "gamma"], beam=2)) == 2
+    assert len(int8.translate(["alpha beta", "gamma"], DecodeOptions(beam=2))) == 2

@@ -13,11 +13,11 @@ import torch
 from safetensors.torch import load_file
 
 from aiayn import Transformer
+from aiayn import checkpoint as ckpt
 from aiayn.errors import UserError
-from aiayn.train import checkpoint as ckpt
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
-from aiayn.translate import load
+from aiayn.translate import DecodeOptions, load
 
 FAST = dict(preset="tiny", model={"dropout": 0.1}, max_tokens=150, warmup=10, valid_every=4,
             log_every=1, valid_bleu_sentences=4)
@@ -56,7 +56,7 @@ def test_run_directory_holds_self_sufficient_checkpoints(toy_data, tmp_path):
     assert {"step", "loss", "lr", "tokens_per_s"} <= set(records[0])
     assert {"valid_loss", "valid_bleu"} <= set(records[4])
     assert summary["last"]["valid_loss"] > 0
-    assert load(tmp_path / "run").translate(["alpha beta"], beam=2)[0] is not None
+    assert load(tmp_path / "run").translate(["alpha beta"], DecodeOptions(beam=2))[0] is not None
 
 
 def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy_data):
@@ -65,7 +65,7 @@ def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy
         import sys, torch
         from pathlib import Path
         from aiayn import ModelConfig, Transformer
-        from aiayn.train import checkpoint as ckpt
+        from aiayn import checkpoint as ckpt
         model = Transformer(ModelConfig.preset("small", vocab_size=8000))
         run = Path(sys.argv[1])
         for step in range(1, 10_000):
@@ -101,7 +101,7 @@ def test_averaging_k_checkpoints_equals_the_mean_of_their_tensors(toy_data, tmp_
     averaged = load_file(str(out / ckpt.WEIGHTS))
     for key in averaged:
         torch.testing.assert_close(averaged[key], sum(t[key] for t in tensors) / 3)
-    assert load(out).translate(["alpha"], beam=1)  # a usable checkpoint
+    assert load(out).translate(["alpha"], DecodeOptions(beam=1))  # a usable checkpoint
 
 
 def test_resume_refuses_a_different_model_shape(toy_data, tmp_path):

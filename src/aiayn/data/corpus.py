@@ -16,8 +16,26 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..config import BOS_ID, EOS_ID, PAD_ID
 from ..errors import UserError
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+# The files of a prepared data directory (written by ``aiayn prepare``), named once here
+TOKENIZER, STATS = "spm.model", "stats.json"
+
+
+def ids_file(split: str, side: str) -> str:
+    """Every sentence's token ids, concatenated (uint16 or uint32)."""
+    return f"{split}.{side}.ids.npy"
+
+
+def offsets_file(split: str, side: str) -> str:
+    """int64, n + 1 offsets: sentence i is ids[offsets[i]:offsets[i + 1]]."""
+    return f"{split}.{side}.offsets.npy"
+
+
+def text_file(split: str, side: str) -> str:
+    """The kept sentences as text (validation only: the BLEU references)."""
+    return f"{split}.{side}.txt"
 
 
 class ParallelCorpus:
@@ -27,8 +45,8 @@ class ParallelCorpus:
         data_dir = Path(data_dir)
         self.sides = {}
         for side in ("src", "tgt"):
-            ids_path = data_dir / f"{split}.{side}.ids.npy"
-            off_path = data_dir / f"{split}.{side}.offsets.npy"
+            ids_path = data_dir / ids_file(split, side)
+            off_path = data_dir / offsets_file(split, side)
             if not ids_path.is_file() or not off_path.is_file():
                 raise UserError(f"{data_dir}: no prepared {split!r} split ({ids_path.name} is "
                                 "missing); run `aiayn prepare` first")
@@ -133,8 +151,8 @@ def token_batches(sizes: np.ndarray, max_tokens: int, *, seed: int, epoch: int,
 
 
 def read_stats(data_dir: str | Path) -> dict:
-    path = Path(data_dir) / "stats.json"
+    path = Path(data_dir) / STATS
     if not path.is_file():
-        raise UserError(f"{data_dir}: not a prepared data directory (no stats.json); "
+        raise UserError(f"{data_dir}: not a prepared data directory (no {STATS}); "
                         "run `aiayn prepare --out DIR` first")
     return json.loads(path.read_text())

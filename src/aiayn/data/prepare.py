@@ -25,6 +25,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from ..errors import UserError
+from .corpus import STATS, TOKENIZER, ids_file, offsets_file, text_file
 from .tokenizer import Tokenizer, train_tokenizer
 
 ENCODE_CHUNK = 10_000
@@ -111,8 +112,8 @@ def check_pairs(source: TextPair) -> int:
 class _IdWriter:
     """Appends token-id sequences to a flat .npy file without holding the corpus in memory."""
 
-    def __init__(self, path: Path, dtype: np.dtype) -> None:
-        self.path, self.dtype = path, dtype
+    def __init__(self, path: Path, offsets_path: Path, dtype: np.dtype) -> None:
+        self.path, self.offsets_path, self.dtype = path, offsets_path, dtype
         self.tmp = path.with_suffix(".raw")
         self.handle = open(self.tmp, "wb")
         self.lengths: list[int] = []  # 8 bytes a sentence; the ids themselves go to disk
@@ -136,7 +137,7 @@ class _IdWriter:
         self.tmp.unlink()
         offsets = np.zeros(len(self.lengths) + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=offsets[1:])
-        np.save(self.path.with_name(self.path.name.replace(".ids.npy", ".offsets.npy")), offsets)
+        np.save(self.offsets_path, offsets)
         return total
 
 
@@ -144,8 +145,9 @@ def encode_split(tokenizer: Tokenizer, source: TextPair, out: Path, split: str,
                  max_len: int, keep_text: bool) -> SplitStats:
     """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``."""
     dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65535 else np.uint32)
-    writers = {side: _IdWriter(out / f"{split}.{side}.ids.npy", dtype) for side in ("src", "tgt")}
-    texts = ({side: open(out / f"{split}.{side}.txt", "w", encoding="utf-8")
+    writers = {side: _IdWriter(out / ids_file(split, side), out / offsets_file(split, side), dtype)
+               for side in ("src", "tgt")}
+    texts = ({side: open(out / text_file(split, side), "w", encoding="utf-8")
               for side in ("src", "tgt")} if keep_text else None)
     stats = SplitStats()
 
@@ -222,7 +224,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
                         yield text
 
         log(f"training a joint {model_type.upper()} vocabulary of {vocab_size:,} pieces")
-        tokenizer = train_tokenizer(sentences(), work / "spm", vocab_size=vocab_size,
+        tokenizer = train_tokenizer(sentences(), work / Path(TOKENIZER).stem, vocab_size=vocab_size,
                                     model_type=model_type, sample_sentences=sample_sentences)
         stats: dict = {"vocab_size": tokenizer.vocab_size, "model_type": model_type,
                        "max_len": max_len, "splits": {}}
@@ -233,7 +235,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
                 f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")
-        (work / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+        (work / STATS).write_text(json.dumps(stats, indent=2) + "\n")
         if out.exists():
             shutil.rmtree(out)
         os.replace(work, out)

@@ -1,6 +1,7 @@
 """The shared subword vocabulary (§5.1: byte-pair encoding, shared source-target), via SentencePiece.
 
-Special ids are fixed so that they agree with ``ModelConfig``: pad 0, unk 1, bos 2, eos 3.
+Special ids are fixed in ``aiayn.config`` (pad 0, unk 1, bos 2, eos 3), ``ModelConfig``'s
+defaults.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from typing import Iterable
 
 import sentencepiece as spm
 
+from ..config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from ..errors import UserError
-
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
 class Tokenizer:

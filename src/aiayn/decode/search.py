@@ -1,6 +1,6 @@
 """Greedy decoding and beam search over the cached decoder step (§6.1).
 
-Shapes: N sentences still decoding, k beam size, V vocabulary, S source length.
+Shapes: N sentences still decoding, V vocabulary, S source length.
 
 Both work on a batch of source sentences and return, per sentence, hypotheses of token ids
 (without BOS/EOS) with their scores. Each sentence has its own length limit, derived from its
@@ -11,11 +11,31 @@ depend on the batch it is decoded in.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
-from ..model import Transformer
+from ..config import ModelConfig
+from ..cpu import top_k
+from ..model import DecoderCache
+
+
+class Seq2Seq(Protocol):
+    """What a search needs from a model: ``Transformer`` is one; tests pass stand-ins."""
+
+    cfg: ModelConfig
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """src (N, S) -> memory (N, S, D), src_mask (N, 1, 1, S), weights."""
+
+    def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, *,
+                   beam: int = 1) -> DecoderCache:
+        """A cache for ``beam`` rows per sentence and up to ``max_len`` target positions."""
+
+    def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
+        """tgt (rows, t) -> logits (rows, t, V); the cache advances by t."""
+
 
 LENGTH_PENALTIES = ("gnmt", "simple")
 
@@ -46,35 +66,7 @@ def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> 
     return (src_len.float() * a + b).long().clamp(1, cap)
 
 
-def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
-    """``x.topk(k, dim=-1)`` (values and indices, best first) for x (rows, V), faster on CPU.
-
-    PyTorch's CPU top-k (and ``max`` with indices) walk every element one at a time, while a
-    plain maximum is vectorized: for 128 rows of 8,000 logits, topk(8) takes ~640 us and
-    amax ~30 us here. So: take the maximum of every block of ``block`` entries; a row's k best
-    entries lie in its k blocks with the largest maxima (a block holding one of them has a
-    maximum at least as large as the k-th best; any other block's maximum is smaller); run the
-    exact top-k on those k blocks only. Entries that tie may come back in another order than
-    ``torch.topk``'s.
-    """
-    rows, v = x.shape
-    n_blocks = v // block
-    if n_blocks < 4 * k or not x.is_cpu:
-        return x.topk(k, dim=-1)
-    head = x[:, :n_blocks * block].reshape(rows, n_blocks, block)
-    best_blocks = head.amax(-1).topk(k, dim=-1).indices  # (rows, k)
-    cand = head.gather(1, best_blocks[:, :, None].expand(rows, k, block)).view(rows, k * block)
-    cand_idx = (best_blocks[:, :, None] * block
-                + torch.arange(block, device=x.device)).view(rows, k * block)
-    if v > n_blocks * block:  # the last, partial block: always a candidate
-        cand = torch.cat([cand, x[:, n_blocks * block:]], dim=1)
-        cand_idx = torch.cat([cand_idx, torch.arange(n_blocks * block, v, device=x.device)
-                              .expand(rows, -1)], dim=1)
-    values, pos = cand.topk(k, dim=-1)
-    return values, cand_idx.gather(1, pos)
-
-
-def _next_log_probs(model: Transformer, tokens: Tensor, cache, step: int, max_lens: Tensor,
+def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: Tensor,
                     min_len: int) -> Tensor:
     """Next-token log-probabilities (rows, V), normalised over the whole vocabulary, with the
     rules every search follows applied (-inf): never PAD or BOS, no EOS before ``min_len``
@@ -95,7 +87,7 @@ def _next_log_probs(model: Transformer, tokens: Tensor, cache, step: int, max_le
 
 
 @torch.inference_mode()
-def greedy_search(model: Transformer, src: Tensor, *, max_len_a: float = 1.0,
+def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
                   max_len_b: int = 50, min_len: int = 0) -> list[Hypothesis]:
     """The most probable token at every step. src (N, S) -> one Hypothesis per sentence."""
     cfg = model.cfg
@@ -126,16 +118,70 @@ def greedy_search(model: Transformer, src: Tensor, *, max_len_a: float = 1.0,
     return [Hypothesis(t, s) for t, s in zip(out, scores)]
 
 
+@dataclass
+class _Candidates:
+    """The best continuations of each sentence's beams, best first: (N, C) each."""
+
+    scores: Tensor  # running log-probability of the continued prefix
+    beam: Tensor  # which of the sentence's beams it continues
+    token: Tensor  # the token it appends
+
+    def take(self, index: Tensor) -> "_Candidates":
+        return _Candidates(self.scores.gather(1, index), self.beam.gather(1, index),
+                           self.token.gather(1, index))
+
+
+def _expand(lprobs: Tensor, scores: Tensor, beam: int) -> _Candidates:
+    """The 2 x beam best continuations of every sentence: they are among each beam's own
+    2 x beam best tokens. lprobs (N * w, V) for w beams a sentence, scores (N, w)."""
+    n, w = scores.shape
+    c = min(2 * beam, lprobs.size(-1))
+    row_lprobs, row_tokens = top_k(lprobs, c)  # (N * w, c)
+    totals = (scores[:, :, None] + row_lprobs.view(n, w, c)).view(n, w * c)
+    best, index = totals.topk(min(2 * beam, w * c), dim=1)  # (N, 2 beam)
+    return _Candidates(best, index // c, row_tokens.view(n, w * c).gather(1, index))
+
+
+def _finish(cand: _Candidates, is_eos: Tensor, beam: int, history: Tensor, sentences: Tensor,
+            finished: list[list[Hypothesis]], penalty: float) -> None:
+    """Rule 1: an EOS ranked among the first ``beam`` candidates ends a hypothesis, its score
+    divided by the length penalty; a sentence keeps at most ``beam`` finished ones."""
+    ends = is_eos[:, :beam] & torch.isfinite(cand.scores[:, :beam])
+    if not ends.any():
+        return
+    w = history.size(0) // len(sentences)
+    for group, j in ends.nonzero().tolist():
+        sentence = int(sentences[group])
+        if len(finished[sentence]) < beam:
+            row = group * w + int(cand.beam[group, j])
+            finished[sentence].append(Hypothesis(history[row].tolist(),
+                                                 float(cand.scores[group, j]) / penalty))
+
+
+def _select(cand: _Candidates, is_eos: Tensor, beam: int) -> _Candidates:
+    """Rule 2: the best ``beam`` candidates that do not end carry on (a stable sort puts the
+    non-EOS candidates first, in rank order)."""
+    return cand.take(is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :beam])
+
+
+def _sentences_done(finished: list[list[Hypothesis]], sentences: Tensor, beam: int,
+                    at_limit: Tensor) -> Tensor:
+    """Rule 3: a sentence is done with ``beam`` finished hypotheses or at its length limit."""
+    full = torch.tensor([len(finished[s]) >= beam for s in sentences.tolist()],
+                        device=at_limit.device)
+    return full | at_limit
+
+
 @torch.inference_mode()
-def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float = 0.6,
+def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0.6,
                 lenpen_form: str = "gnmt", nbest: int = 1, max_len_a: float = 1.0,
                 max_len_b: int = 50, min_len: int = 0) -> list[list[Hypothesis]]:
     """Beam search with a length penalty (§6.1: beam 4, alpha 0.6, max length input + 50).
 
-    Each step takes the 2k best continuations of the k beams, so that beams ending in EOS do not
-    starve the search; EOS candidates ranked within the first k are finished (score divided by
-    the length penalty), the best k others carry on. A sentence stops once k hypotheses have
-    finished (or at its length limit), and leaves the batch.
+    Each step takes the 2 x beam best continuations of a sentence's beams, so that beams
+    ending in EOS do not starve the search, then applies three rules: finish (EOS within the
+    first ``beam`` candidates), select (the best ``beam`` others carry on) and drop the
+    sentences that are done, which leave the batch.
 
     Returns, per sentence, the ``nbest`` best finished hypotheses, best first.
     """
@@ -143,68 +189,41 @@ def beam_search(model: Transformer, src: Tensor, *, beam: int = 4, lenpen: float
         raise ValueError(f"nbest ({nbest}) must be between 1 and the beam size ({beam})")
     length_penalty(1, lenpen, lenpen_form)  # validates the form
     cfg = model.cfg
-    n, k, device = src.size(0), beam, src.device
+    n, device = src.size(0), src.device
     memory, src_mask, _ = model.encode(src)
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
-    # At the start all k beams of a sentence would be the same: decode one row per sentence,
-    # k from the first step on (k dead beams at -inf only if the vocabulary cannot fill k).
-    width = 1 if cfg.target_vocab_size >= k else k  # beams per sentence
+    # At the start all beams of a sentence would be the same: decode one row per sentence and
+    # expand to the full beam at the first step (unless the vocabulary cannot fill the beam:
+    # then every beam from the start, the missing ones at -inf).
+    first = 1 if cfg.target_vocab_size >= beam else beam
     # cross-attention keys/values are projected and kept once per sentence, shared by its beams
-    cache = model.init_cache(memory, src_mask, int(max_lens.max()), beam=width)
-    max_lens = max_lens.repeat_interleave(width)  # (N*width,)
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()), beam=first)
 
     sentences = torch.arange(n)  # which input sentence each active group decodes
-    scores = torch.full((n, width), float("-inf"), device=device)
+    scores = torch.full((n, first), float("-inf"), device=device)  # (N, beams so far)
     scores[:, 0] = 0.0
-    history = torch.full((n * width, 0), 0, dtype=torch.long, device=device)  # (N*width, t)
-    tokens = torch.full((n * width, 1), cfg.bos_id, dtype=torch.long, device=device)
+    max_lens = max_lens.repeat_interleave(first)  # (N * beams,)
+    history = torch.zeros((n * first, 0), dtype=torch.long, device=device)  # tokens so far
+    tokens = torch.full((n * first, 1), cfg.bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
     step = 0
     while len(sentences):
-        active = len(sentences)
         lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
-        # the 2k best continuations of all beams are among each beam's own 2k best tokens
-        c = min(2 * k, lprobs.size(-1))
-        row_lprobs, row_tokens = top_k(lprobs, c)  # (N*width, c)
-        cand = (scores[:, :, None] + row_lprobs.view(active, width, c)).view(active, width * c)
-        top_scores, top_idx = cand.topk(min(2 * k, width * c), dim=1)  # (N, 2k)
-        top_beam = top_idx // c
-        top_token = row_tokens.view(active, width * c).gather(1, top_idx)
-
-        # 1) finish: EOS among the first k candidates, score normalised by the length penalty
-        is_eos = top_token == cfg.eos_id
-        eos_first_k = is_eos[:, :k] & torch.isfinite(top_scores[:, :k])
-        if eos_first_k.any():
-            lp = length_penalty(step + 1, lenpen, lenpen_form)
-            for group, j in eos_first_k.nonzero().tolist():
-                row = group * width + int(top_beam[group, j])
-                sentence = int(sentences[group])
-                if len(finished[sentence]) < k:
-                    finished[sentence].append(Hypothesis(
-                        history[row].tolist(), float(top_scores[group, j]) / lp))
-
-        # 2) carry on: the best k candidates that are not EOS
-        alive_rank = torch.where(is_eos, torch.full_like(top_idx, 10 ** 9),
-                                 torch.arange(top_idx.size(1), device=device).expand_as(top_idx))
-        pick = alive_rank.argsort(dim=1, stable=True)[:, :k]  # (N, k)
-        new_beam = top_beam.gather(1, pick)
-        new_token = top_token.gather(1, pick)
-        scores = top_scores.gather(1, pick)
-
-        # 3) sentences with k finished hypotheses (or at their limit) leave the batch
-        at_limit = step + 1 >= max_lens.view(active, width)[:, 0]
-        done = torch.tensor([len(finished[s]) >= k for s in sentences.tolist()],
-                            device=device) | at_limit
-        keep = (~done).nonzero().squeeze(1)  # (N',)
-        rows = (keep[:, None] * width + new_beam[keep]).view(-1)  # (N'*k,) rows carried on
-        history = torch.cat([history[rows], new_token[keep].view(-1, 1)], dim=1)
-        tokens = new_token[keep].view(-1, 1)
-        scores = scores[keep]
+        cand = _expand(lprobs, scores, beam)
+        is_eos = cand.token == cfg.eos_id
+        _finish(cand, is_eos, beam, history, sentences, finished,
+                length_penalty(step + 1, lenpen, lenpen_form))
+        cand = _select(cand, is_eos, beam)  # (N, beam)
+        at_limit = step + 1 >= max_lens.view(len(sentences), -1)[:, 0]
+        keep = (~_sentences_done(finished, sentences, beam, at_limit)).nonzero().squeeze(1)
+        rows = (keep[:, None] * scores.size(1) + cand.beam[keep]).view(-1)  # rows carried on
+        history = torch.cat([history[rows], cand.token[keep].view(-1, 1)], dim=1)
+        tokens = cand.token[keep].view(-1, 1)
+        scores = cand.scores[keep]
         max_lens = max_lens[rows]
         sentences = sentences[keep.cpu()]
         if len(sentences):
-            cache.reorder(rows, group=k)
-        width = k
+            cache.reorder(rows, group=beam)
         step += 1
     for hyps in finished:
         hyps.sort(key=lambda h: -h.score)

@@ -5,11 +5,21 @@ from .cache import DecoderCache, LayerCache
 from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, Residual
 from .masks import causal_mask, padding_mask
-from .models import AttentionWeights, EncoderModel, EncoderOutput, LanguageModel, Transformer
+from .models import (
+                     ARCHS,
+                     AttentionWeights,
+                     EncoderModel,
+                     EncoderOutput,
+                     LanguageModel,
+                     Transformer,
+                     arch_of,
+                     build_model,
+)
 
 __all__ = [
-    "AttentionWeights", "Decoder", "DecoderCache", "DecoderLayer", "Embeddings", "Encoder",
+    "ARCHS", "AttentionWeights", "Decoder", "DecoderCache", "DecoderLayer", "Embeddings", "Encoder",
     "EncoderLayer", "EncoderModel", "EncoderOutput", "FeedForward", "LanguageModel", "LayerCache",
     "MultiHeadAttention", "PositionalEncoding", "Residual", "Transformer", "causal_mask",
-    "padding_mask", "scaled_dot_product_attention", "sinusoidal_table",
+    "arch_of", "build_model", "padding_mask", "scaled_dot_product_attention",
+    "sinusoidal_table",
 ]

@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .cache import DecoderCache
 from .dropout import dropout
-from .linear import linear
 
 
 def scaled_dot_product_attention(
@@ -93,68 +93,64 @@ class MultiHeadAttention(nn.Module):
             self.kv_proj = nn.Linear(d_model, 2 * d_model)  # [W^K; W^V]
         self.out_proj = nn.Linear(d_model, d_model)  # W^O
 
-    def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+    def _heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        """(B, T, parts * D) -> parts x (B, H, T, Dh)."""
         b, t, _ = x.shape
         x = x.view(b, t, parts, self.n_heads, self.head_dim)  # (B, T, parts, H, Dh)
         return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, Dh)
 
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Self-attention projections: (B, T, D) -> 3 x (B, H, T, Dh)."""
-        return self._split_heads(linear(x, self.qkv_proj), 3)  # type: ignore[return-value]
+    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention keys and values: memory (B, S, D) -> 2 x (B, H, S, Dh)."""
+        k, v = self._heads(self.kv_proj(memory), 2)
+        return k, v
 
-    def project_query(self, x: Tensor) -> Tensor:
-        """Cross-attention queries: (B, T, D) -> (B, H, T, Dh)."""
-        return self._split_heads(linear(x, self.q_proj), 1)[0]
-
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Cross-attention keys and values: (B, S, D) -> 2 x (B, H, S, Dh)."""
-        return self._split_heads(linear(x, self.kv_proj), 2)  # type: ignore[return-value]
-
-    def attend(
+    def forward(
         self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
+        query: Tensor,
+        key: Tensor | None,
+        value: Tensor | None,
         mask: Tensor | None = None,
         *,
         is_causal: bool = False,
         return_weights: bool = False,
+        cache: DecoderCache | None = None,
+        layer: int = 0,
     ) -> tuple[Tensor, Tensor | None]:
-        """Attend with projected heads and merge them: -> (B, T, D) and optional weights."""
+        """Args: query (B, T, D), key and value (B, S, D); mask broadcastable to (B, H, T, S).
+
+        Self-attention takes one tensor as query, key and value; cross-attention one tensor
+        (the encoder memory) as key and value. With ``cache`` (incremental decoding) the
+        query holds only the next positions: self-attention appends their keys and values to
+        layer ``layer`` of the cache and attends over every position so far; cross-attention
+        reads the memory's keys and values that the cache holds (key and value unused).
+        Returns (B, T, D) and, when ``return_weights``, the (B, H, T, S) weights.
+        """
+        # 1) project to heads
+        if self.self_attention:
+            if not (key is query and value is query):
+                raise ValueError("self-attention takes the same tensor as query, key and value")
+            q, k, v = self._heads(self.qkv_proj(query), 3)  # (B, H, T, Dh)
+            if cache is not None:
+                k, v = cache.append(layer, k, v)  # (B, H, length + T, Dh)
+                mask, is_causal = cache.causal_mask(query.size(1)), False
+        elif cache is not None:
+            query = cache.by_sentence(query)  # (B / g, g * T, D): a sentence's rows, one block
+            q = self._heads(self.q_proj(query), 1)[0]  # (B / g, H, g * T, Dh)
+            k, v, mask = cache.memory(layer)  # (B / g, H, S, Dh)
+        else:
+            if key is not value or key is None:
+                raise ValueError("cross-attention takes the same tensor (memory) as key and value")
+            q = self._heads(self.q_proj(query), 1)[0]  # (B, H, T, Dh)
+            k, v = self.project_kv(key)  # (B, H, S, Dh)
+        # 2) attend
         dropout_p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product_attention(
             q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p,
             return_weights=return_weights,
         )  # (B, H, T, Dh)
+        # 3) merge heads
         b, _, t, _ = out.shape
-        out = out.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
-        return linear(out, self.out_proj), weights
-
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        mask: Tensor | None = None,
-        *,
-        is_causal: bool = False,
-        return_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Args: query (B, T, D), key and value (B, S, D); mask broadcastable to (B, H, T, S).
-
-        Self-attention takes one tensor as query, key and value; cross-attention one tensor
-        (the encoder memory) as key and value. Returns (B, T, D) and, when ``return_weights``,
-        the (B, H, T, S) weights.
-        """
-        # 1) project
-        if self.self_attention:
-            if not (key is query and value is query):
-                raise ValueError("self-attention takes the same tensor as query, key and value")
-            q, k, v = self.project_qkv(query)
-        else:
-            if key is not value:
-                raise ValueError("cross-attention takes the same tensor (memory) as key and value")
-            q = self.project_query(query)
-            k, v = self.project_kv(key)
-        # 2) attend and 3) merge heads
-        return self.attend(q, k, v, mask, is_causal=is_causal, return_weights=return_weights)
+        out = self.out_proj(out.transpose(1, 2).reshape(b, t, self.d_model))  # (B, T, D)
+        if cache is not None and not self.self_attention:
+            out = cache.by_row(out)  # back to (B, T, D)
+        return out, weights

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from .masks import causal_mask
+
 
 @dataclass
 class LayerCache:
@@ -48,6 +50,16 @@ class DecoderCache:
     src_rows: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
     group: int = 1
 
+    @classmethod
+    def allocate(cls, n_layers: int, rows: int, n_heads: int, max_len: int, head_dim: int,
+                 like: Tensor) -> "DecoderCache":
+        """Empty self-attention buffers (rows, H, max_len, Dh) for each of ``n_layers`` layers,
+        with the dtype and device of ``like``; one source sentence per row."""
+        shape = (rows, n_heads, max_len, head_dim)
+        layers = [LayerCache(like.new_empty(shape), like.new_empty(shape))
+                  for _ in range(n_layers)]
+        return cls(layers, src_rows=torch.arange(rows, device=like.device))
+
     @property
     def capacity(self) -> int:
         return self.layers[0].self_k.size(2) if self.layers else 0
@@ -63,6 +75,27 @@ class DecoderCache:
         cache.self_k[:, :, self.length:end] = k
         cache.self_v[:, :, self.length:end] = v
         return cache.self_k[:, :, :end], cache.self_v[:, :, :end]
+
+    def causal_mask(self, t: int) -> Tensor | None:
+        """The look-ahead mask of t new queries over the cached positions and themselves; None
+        for one query, which may see every key so far."""
+        return causal_mask(t, self.src_rows.device, offset=self.length) if t > 1 else None
+
+    def memory(self, layer: int) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Cross-attention keys, values (B / group, H, S, Dh) and source mask of a layer."""
+        cache = self.layers[layer]
+        return cache.cross_k, cache.cross_v, self.src_mask
+
+    def by_sentence(self, x: Tensor) -> Tensor:
+        """(B, t, D) -> (B / group, group * t, D): the rows (beams) of one sentence as one block
+        of queries, so that each sentence's memory is read once for all of them."""
+        b, t, d = x.shape
+        return x.reshape(b // self.group, self.group * t, d)
+
+    def by_row(self, x: Tensor) -> Tensor:
+        """The inverse of ``by_sentence``: (B / group, group * t, D) -> (B, t, D)."""
+        n, gt, d = x.shape
+        return x.reshape(n * self.group, gt // self.group, d)
 
     def reorder(self, indices: Tensor, *, group: int | None = None) -> "DecoderCache":
         """Keep rows ``indices`` (B',) in that order: beams that survive, finished sentences that

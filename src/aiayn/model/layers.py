@@ -5,20 +5,13 @@ Shapes: B batch, S source length, T target length, D d_model.
 
 from __future__ import annotations
 
-from typing import Callable
-
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import ModelConfig
 from .attention import MultiHeadAttention
 from .cache import DecoderCache
-from .dropout import Dropout
-from .linear import linear
-from .masks import causal_mask
-
-SublayerFn = Callable[[Tensor], tuple[Tensor, Tensor | None]]
+from .dropout import dropout
 
 
 class FeedForward(nn.Module):
@@ -30,12 +23,12 @@ class FeedForward(nn.Module):
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1
         self.linear2 = nn.Linear(d_ff, d_model)  # W_2
         self.relu = activation == "relu"
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout
 
     def forward(self, x: Tensor) -> Tensor:
-        h = linear(x, self.linear1)  # (..., d_ff), a fresh tensor: ReLU may overwrite it
-        h = torch.relu_(h) if self.relu else F.gelu(h)
-        return linear(self.dropout(h), self.linear2)
+        h = self.linear1(x)  # (..., d_ff), a fresh tensor: ReLU may overwrite it
+        h = h.relu_() if self.relu else F.gelu(h)
+        return self.linear2(dropout(h, self.dropout, self.training))
 
 
 class Residual(nn.Module):
@@ -45,8 +38,7 @@ class Residual(nn.Module):
     - "pre" (departure; Xiong et al. 2020): x + Dropout(Sublayer(LayerNorm(x)))
     - "sandwich" (departure; Ding et al. 2021): x + Dropout(LayerNorm(Sublayer(LayerNorm(x))))
 
-    ``enter`` gives the sub-layer its input and ``leave`` adds its output back; ``forward``
-    is the two around one call.
+    A layer calls ``enter`` for the sub-layer's input and ``leave`` to add its output back.
     """
 
     def __init__(self, d_model: int, *, placement: str, dropout: float, eps: float) -> None:
@@ -54,28 +46,18 @@ class Residual(nn.Module):
         self.placement = placement
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.out_norm = nn.LayerNorm(d_model, eps=eps) if placement == "sandwich" else None
-        self.dropout = Dropout(dropout)
-
-    def forward(self, x: Tensor, sublayer: SublayerFn) -> tuple[Tensor, Tensor | None]:
-        out, weights = sublayer(self.enter(x))
-        return self.leave(x, out), weights
+        self.dropout = dropout
 
     def enter(self, x: Tensor) -> Tensor:
         """The sub-layer's input: x (post-norm) or LayerNorm(x)."""
-        return x if self.placement == "post" else _layer_norm(x, self.norm)
+        return x if self.placement == "post" else self.norm(x)
 
     def leave(self, x: Tensor, out: Tensor) -> Tensor:
         """x plus the sub-layer's output, normalised as the placement says."""
         if self.out_norm is not None:
-            out = _layer_norm(out, self.out_norm)
-        if self.training:
-            out = self.dropout(out)
-        return _layer_norm(x + out, self.norm) if self.placement == "post" else x + out
-
-
-def _layer_norm(x: Tensor, norm: nn.LayerNorm) -> Tensor:
-    # the module's own computation, without a module call (this runs in the decoding loop)
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+            out = self.out_norm(out)
+        out = dropout(out, self.dropout, self.training)
+        return self.norm(x + out) if self.placement == "post" else x + out
 
 
 def _residual(cfg: ModelConfig) -> Residual:
@@ -87,8 +69,9 @@ def _attention(cfg: ModelConfig, *, self_attention: bool = True) -> MultiHeadAtt
                               dropout=cfg.attn_dropout)
 
 
-def _ffn(cfg: ModelConfig) -> FeedForward:
-    return FeedForward(cfg.d_model, cfg.d_ff, activation=cfg.activation, dropout=cfg.ffn_dropout)
+def _final_norm(cfg: ModelConfig) -> nn.LayerNorm | None:
+    """Pre- and sandwich-norm stacks end in a LayerNorm; post-norm layers already end in one."""
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm != "post" else None
 
 
 class EncoderLayer(nn.Module):
@@ -96,15 +79,20 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.self_attn, self.ffn = _attention(cfg), _ffn(cfg)
-        self.attn_block, self.ffn_block = _residual(cfg), _residual(cfg)
+        self.self_attn, self.attn_block = _attention(cfg), _residual(cfg)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, activation=cfg.activation,
+                               dropout=cfg.ffn_dropout)
+        self.ffn_block = _residual(cfg)
 
     def forward(self, x: Tensor, mask: Tensor | None, *,
                 return_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D) and optional (B, H, S, S) weights."""
-        x, weights = self.attn_block(
-            x, lambda y: self.self_attn(y, y, y, mask, return_weights=return_weights))
-        x, _ = self.ffn_block(x, lambda y: (self.ffn(y), None))
+        # 1) self-attention over the whole source
+        y = self.attn_block.enter(x)
+        y, weights = self.self_attn(y, y, y, mask, return_weights=return_weights)
+        x = self.attn_block.leave(x, y)
+        # 2) position-wise feed-forward
+        x = self.ffn_block.leave(x, self.ffn(self.ffn_block.enter(x)))
         return x, weights
 
 
@@ -119,7 +107,9 @@ class DecoderLayer(nn.Module):
         self.self_attn, self.self_block = _attention(cfg), _residual(cfg)
         self.cross_attn = _attention(cfg, self_attention=False) if cross_attention else None
         self.cross_block = _residual(cfg) if cross_attention else None
-        self.ffn, self.ffn_block = _ffn(cfg), _residual(cfg)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, activation=cfg.activation,
+                               dropout=cfg.ffn_dropout)
+        self.ffn_block = _residual(cfg)
 
     def forward(
         self,
@@ -128,53 +118,32 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor | None = None,
         *,
         self_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
+        index: int = 0,
         return_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Whole sequences: x (B, T, D); memory (B, S, D); src_mask (B, 1, 1, S).
+        """x (B, T, D); memory (B, S, D); src_mask (B, 1, 1, S).
 
-        Self-attention is causal over x (``self_mask`` replaces the causal mask when given).
+        Without ``cache``, x is the whole target and self-attention is causal over it
+        (``self_mask`` replaces the causal mask when given). With ``cache`` (incremental
+        decoding), x holds the next positions only: this layer's keys and values go to layer
+        ``index`` of the cache and cross-attention reads the memory projections kept there.
         Returns x, self-attention weights, cross-attention weights.
         """
-        x, self_w = self.self_block(x, lambda y: self.self_attn(
-            y, y, y, self_mask, is_causal=self_mask is None, return_weights=return_weights))
+        # 1) masked self-attention (§3.2.3)
+        y = self.self_block.enter(x)
+        y, self_w = self.self_attn(y, y, y, self_mask, is_causal=self_mask is None,
+                                   return_weights=return_weights, cache=cache, layer=index)
+        x = self.self_block.leave(x, y)
+        # 2) cross-attention over the encoder memory
         cross_w = None
         if self.cross_attn is not None:
-            x, cross_w = self.cross_block(x, lambda y: self.cross_attn(
-                y, memory, memory, src_mask, return_weights=return_weights))
-        x, _ = self.ffn_block(x, lambda y: (self.ffn(y), None))
+            y, cross_w = self.cross_attn(self.cross_block.enter(x), memory, memory, src_mask,
+                                         return_weights=return_weights, cache=cache, layer=index)
+            x = self.cross_block.leave(x, y)
+        # 3) position-wise feed-forward
+        x = self.ffn_block.leave(x, self.ffn(self.ffn_block.enter(x)))
         return x, self_w, cross_w
-
-    def step(self, x: Tensor, cache: DecoderCache, index: int) -> Tensor:
-        """Incremental decoding: x (B, t, D) holds the next t positions. Their keys and values
-        are appended to layer ``index`` of the cache (the caller advances ``cache.length``) and
-        cross-attention reads the memory projections cached there. Returns (B, t, D).
-
-        The same computation as ``forward`` on the whole prefix, written out without the
-        per-sub-layer closures: this runs once per layer for every generated token.
-        """
-        block = self.self_block
-        x = block.leave(x, self._self_step(block.enter(x), cache, index))
-        if self.cross_attn is not None:
-            block = self.cross_block
-            x = block.leave(x, self._cross_step(block.enter(x), cache, index))
-        block = self.ffn_block
-        return block.leave(x, self.ffn(block.enter(x)))
-
-    def _self_step(self, y: Tensor, cache: DecoderCache, index: int) -> Tensor:
-        q, k, v = self.self_attn.project_qkv(y)  # (B, H, t, Dh)
-        k, v = cache.append(index, k, v)  # (B, H, length + t, Dh)
-        t = y.size(1)
-        mask = causal_mask(t, y.device, offset=cache.length) if t > 1 else None
-        return self.self_attn.attend(q, k, v, mask)[0]
-
-    def _cross_step(self, y: Tensor, cache: DecoderCache, index: int) -> Tensor:
-        assert self.cross_attn is not None
-        layer, g = cache.layers[index], cache.group
-        b, t, d = y.shape
-        # the g rows (beams) of a sentence share its memory: one block of g*t queries each
-        q = self.cross_attn.project_query(y.reshape(b // g, g * t, d))  # (B/g, H, g*t, Dh)
-        out, _ = self.cross_attn.attend(q, layer.cross_k, layer.cross_v, cache.src_mask)
-        return out.reshape(b, t, d)
 
 
 class Encoder(nn.Module):
@@ -183,8 +152,7 @@ class Encoder(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
-        self.final_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-                           if cfg.norm != "post" else None)
+        self.final_norm = _final_norm(cfg)
 
     def forward(self, x: Tensor, mask: Tensor | None, *,
                 return_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
@@ -206,8 +174,7 @@ class Decoder(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention=cross_attention)
                                     for _ in range(cfg.n_decoder_layers))
-        self.final_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-                           if cfg.norm != "post" else None)
+        self.final_norm = _final_norm(cfg)
 
     def forward(
         self,
@@ -216,27 +183,24 @@ class Decoder(nn.Module):
         src_mask: Tensor | None = None,
         *,
         self_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
         return_weights: bool = False,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """x (B, T, D) -> (B, T, D), per-layer self- and cross-attention weights."""
+        """x (B, T, D) -> (B, T, D), per-layer self- and cross-attention weights.
+
+        With ``cache``, x holds the next T positions; the cache advances by T once every layer
+        has appended its keys and values.
+        """
         self_ws, cross_ws = [], []
-        for layer in self.layers:
-            x, self_w, cross_w = layer(x, memory, src_mask, self_mask=self_mask,
-                                       return_weights=return_weights)
+        for index, layer in enumerate(self.layers):
+            x, self_w, cross_w = layer(x, memory, src_mask, self_mask=self_mask, cache=cache,
+                                       index=index, return_weights=return_weights)
             if self_w is not None:
                 self_ws.append(self_w)
             if cross_w is not None:
                 cross_ws.append(cross_w)
+        if cache is not None:
+            cache.length += x.size(1)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, self_ws, cross_ws
-
-    def step(self, x: Tensor, cache: DecoderCache) -> Tensor:
-        """Incremental decoding of the next positions x (B, t, D) -> (B, t, D); advances
-        ``cache.length`` by t once every layer has appended its keys and values."""
-        for i, layer in enumerate(self.layers):
-            x = layer.step(x, cache, i)
-        cache.length += x.size(1)
-        if self.final_norm is not None:
-            x = _layer_norm(x, self.final_norm)
-        return x

@@ -12,10 +12,9 @@ import torch
 from torch import Tensor, nn
 
 from ..config import ModelConfig
-from .cache import DecoderCache, LayerCache
+from .cache import DecoderCache
 from .embeddings import Embeddings, PositionalEncoding, token_embedding
 from .layers import Decoder, Encoder
-from .linear import linear
 from .masks import causal_padding_mask, padding_mask
 
 
@@ -52,11 +51,9 @@ def _output_projection(cfg: ModelConfig, embedding: nn.Embedding) -> nn.Linear:
     return proj
 
 
-def _new_cache(cfg: ModelConfig, batch: int, max_len: int, like: Tensor) -> DecoderCache:
-    shape = (batch, cfg.n_heads, max_len, cfg.head_dim)
-    layers = [LayerCache(like.new_empty(shape), like.new_empty(shape))
-              for _ in range(cfg.n_decoder_layers)]
-    return DecoderCache(layers, src_rows=torch.arange(batch, device=like.device))
+def _new_cache(cfg: ModelConfig, rows: int, max_len: int, like: Tensor) -> DecoderCache:
+    return DecoderCache.allocate(cfg.n_decoder_layers, rows, cfg.n_heads, max_len,
+                                 cfg.head_dim, like)
 
 
 class Transformer(nn.Module):
@@ -99,7 +96,7 @@ class Transformer(nn.Module):
         """
         x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
                                           return_weights=return_weights)
-        return linear(x, self.output_proj, pack=True), self_w, cross_w
+        return self.output_proj(x), self_w, cross_w
 
     def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False
                 ) -> Tensor | tuple[Tensor, AttentionWeights]:
@@ -127,8 +124,8 @@ class Transformer(nn.Module):
 
     def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
         """Decode the next positions: tgt (B, t) -> logits (B, t, V); the cache advances by t."""
-        x = self.decoder.step(self.tgt_embed(tgt, offset=cache.length), cache)
-        return linear(x, self.output_proj, pack=True)
+        x, _, _ = self.decoder(self.tgt_embed(tgt, offset=cache.length), cache=cache)
+        return self.output_proj(x)
 
 
 class LanguageModel(nn.Module):
@@ -154,7 +151,7 @@ class LanguageModel(nn.Module):
         """tokens (B, T) -> next-token logits (B, T, V) [and AttentionWeights]."""
         x, self_w, _ = self.decoder(self.embed(tokens), self_mask=self._self_mask(tokens),
                                     return_weights=return_weights)
-        logits = linear(x, self.output_proj, pack=True)
+        logits = self.output_proj(x)
         return (logits, AttentionWeights(decoder=self_w)) if return_weights else logits
 
     def init_cache(self, batch_size: int, max_len: int) -> DecoderCache:
@@ -162,8 +159,8 @@ class LanguageModel(nn.Module):
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (B, t), the next t positions -> logits (B, t, V); the cache advances by t."""
-        x = self.decoder.step(self.embed(tokens, offset=cache.length), cache)
-        return linear(x, self.output_proj, pack=True)
+        x, _, _ = self.decoder(self.embed(tokens, offset=cache.length), cache=cache)
+        return self.output_proj(x)
 
 
 @dataclass
@@ -204,3 +201,23 @@ class EncoderModel(nn.Module):
         logits = self.classifier(pooled) if self.classifier is not None else None
         out = EncoderOutput(hidden, pooled, logits)
         return (out, AttentionWeights(encoder=weights)) if return_weights else out
+
+
+ARCHS: dict[str, type[nn.Module]] = {"encoder-decoder": Transformer,
+                                     "decoder-only": LanguageModel}
+
+
+def build_model(arch: str, cfg: ModelConfig) -> nn.Module:
+    """The model of one architecture: "encoder-decoder" (``Transformer``, translation) or
+    "decoder-only" (``LanguageModel``)."""
+    if arch not in ARCHS:
+        raise ValueError(f"arch ({arch!r}) must be one of {', '.join(ARCHS)}")
+    return ARCHS[arch](cfg)
+
+
+def arch_of(model: nn.Module) -> str:
+    """The architecture name of a model built by ``build_model``."""
+    for arch, cls in ARCHS.items():
+        if isinstance(model, cls):
+            return arch
+    raise TypeError(f"not a model aiayn builds by architecture: {type(model).__name__}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -11,62 +12,71 @@ import torch
 import yaml
 from torch import Tensor
 
-from ..config import ConfigError, ModelConfig, check_keys
+from ..config import PRESETS, ConfigError, ModelConfig, check_keys
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
 
+ARCHS = ("encoder-decoder", "decoder-only")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def setting(default: Any, help: str, *, unit: str | None = None, choices: tuple | None = None,
+            flag: bool = True) -> Any:
+    """A TrainConfig field with its help text, unit or choices, from which `aiayn train`'s flag
+    is made; ``flag=False`` keeps a setting to the YAML config."""
+    factory = {"default_factory": default} if callable(default) else {"default": default}
+    return dataclasses.field(**factory, metadata={"help": help, "unit": unit, "choices": choices,
+                                                  "flag": flag})
+
+
 @dataclass(frozen=True)
 class TrainConfig:
-    """Every training setting; the defaults are the paper's recipe.
+    """Every training setting; the defaults are the paper's recipe (§5.3, §5.4).
 
-    Args:
-        arch: "encoder-decoder" (translation) or "decoder-only" (a language model trained on the
-            target side of the data).
-        preset: model preset the ``model`` overrides apply to.
-        model: ModelConfig overrides (vocabulary size and special ids come from the data).
-        max_tokens: padded tokens per batch (per side); the paper used ~25,000 per step.
-        grad_accum: batches accumulated into one optimizer step.
-        lr_scale: factor on the §5.3 schedule lr = d_model^-0.5 min(step^-0.5, step warmup^-1.5).
-        warmup: warmup steps (4000 in the paper).
-        adam_betas, adam_eps: Adam's beta_1, beta_2 (0.9, 0.98) and epsilon (1e-9).
-        label_smoothing: epsilon_ls (0.1, §5.4).
-        clip_norm: gradient clipping by global norm; 0 disables.
-        max_steps, max_epochs, max_minutes: stop at whichever comes first (0 = no limit).
-        precision: fp32, bf16 (autocast, CPU or CUDA) or fp16 (autocast + loss scaling, CUDA).
-        valid_every: validate (loss, perplexity, BLEU) and checkpoint every this many steps.
-        valid_bleu_sentences: how many validation sentences greedy BLEU decodes (0 = none).
-        keep_last: checkpoints kept besides ``best``.
-        patience: stop after this many validations without a better valid_loss; 0 = never.
-        log_every: steps between metrics lines.
-        seed: seeds parameters, dropout and batch order.
-        threads: torch CPU threads; 0 leaves torch's default.
-        device: "auto", "cpu" or "cuda".
+    Each field's help (``dataclasses.fields(TrainConfig)[i].metadata["help"]``) says what it
+    does and its unit; `aiayn train` makes one flag of each.
     """
 
-    arch: str = "encoder-decoder"
-    preset: str = "base"
-    model: dict[str, Any] = dataclasses.field(default_factory=dict)
-    max_tokens: int = 4096
-    grad_accum: int = 1
-    lr_scale: float = 1.0
-    warmup: int = 4000
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    adam_eps: float = 1e-9
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0
-    max_steps: int = 0
-    max_epochs: int = 0
-    max_minutes: float = 0.0
-    precision: str = "fp32"
-    valid_every: int = 500
-    valid_bleu_sentences: int = 200
-    keep_last: int = 5
-    patience: int = 0
-    log_every: int = 10
-    seed: int = 1
-    threads: int = 0
-    device: str = "auto"
+    arch: str = setting("encoder-decoder", "what to train: encoder-decoder (translation) or "
+                        "decoder-only (a language model on the target side)", choices=ARCHS)
+    preset: str = setting("base", "model size that --model overrides apply to",
+                          choices=tuple(PRESETS))
+    model: dict[str, Any] = setting(dict, "ModelConfig overrides (vocabulary size and special "
+                                    "ids come from the data)", flag=False)
+    max_tokens: int = setting(4096, "padded tokens per batch, per side (the paper: ~25,000 "
+                              "per step)", unit="TOKENS")
+    grad_accum: int = setting(1, "batches accumulated into one optimizer step", unit="BATCHES")
+    lr_scale: float = setting(1.0, "factor on the learning-rate schedule "
+                              "d_model^-0.5 min(step^-0.5, step warmup^-1.5) (§5.3)",
+                              unit="FACTOR")
+    warmup: int = setting(4000, "warmup steps of the learning-rate schedule (the paper: 4000)",
+                          unit="STEPS")
+    adam_betas: tuple[float, float] = setting((0.9, 0.98), "Adam's beta_1, beta_2", flag=False)
+    adam_eps: float = setting(1e-9, "Adam's epsilon", flag=False)
+    label_smoothing: float = setting(0.1, "label smoothing epsilon (the paper: 0.1)",
+                                     unit="EPSILON")
+    clip_norm: float = setting(0.0, "clip gradients to this global norm; 0 = no clipping",
+                               unit="NORM")
+    max_steps: int = setting(0, "stop after this many optimizer steps; 0 = no limit",
+                             unit="STEPS")
+    max_epochs: int = setting(0, "stop after this many passes over the data; 0 = no limit",
+                              unit="EPOCHS")
+    max_minutes: float = setting(0.0, "stop after this many minutes of training; 0 = no limit",
+                                 unit="MINUTES")
+    precision: str = setting("fp32", "fp32; bf16 (autocast, CPU or CUDA); fp16 (autocast + "
+                             "loss scaling, CUDA)", choices=PRECISIONS)
+    valid_every: int = setting(500, "validate (loss, perplexity, BLEU) and checkpoint every "
+                               "this many steps", unit="STEPS")
+    valid_bleu_sentences: int = setting(200, "validation sentences decoded (greedy) for BLEU; "
+                                        "0 = no BLEU", unit="SENTENCES")
+    keep_last: int = setting(5, "step checkpoints kept besides the best", unit="CHECKPOINTS")
+    patience: int = setting(0, "stop after this many validations without a lower validation "
+                            "loss; 0 = never", unit="VALIDATIONS")
+    log_every: int = setting(10, "steps between lines of RUN/metrics.jsonl", unit="STEPS")
+    seed: int = setting(1, "seeds the parameters, dropout and batch order", unit="N")
+    threads: int = setting(0, "torch CPU threads; 0 = torch's default", unit="THREADS")
+    device: str = setting("auto", "where to train; auto = cuda when available", choices=DEVICES)
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:
@@ -85,12 +95,10 @@ class TrainConfig:
             fail("lr_scale", "must be positive")
         if self.max_minutes < 0 or self.clip_norm < 0:
             fail("max_minutes" if self.max_minutes < 0 else "clip_norm", "must be >= 0")
-        if self.precision not in PRECISIONS:
-            fail("precision", f"must be one of {', '.join(PRECISIONS)}")
-        if self.arch not in ("encoder-decoder", "decoder-only"):
-            fail("arch", "must be encoder-decoder or decoder-only")
-        if self.device not in ("auto", "cpu", "cuda"):
-            fail("device", "must be auto, cpu or cuda")
+        for f in fields(self):
+            choices = f.metadata["choices"]
+            if choices and getattr(self, f.name) not in choices:
+                fail(f.name, f"must be one of {', '.join(choices)}")
         if len(self.adam_betas) != 2 or not all(0 <= b < 1 for b in self.adam_betas):
             fail("adam_betas", "must be two numbers in [0, 1)")
         object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
@@ -113,6 +121,9 @@ class TrainConfig:
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: expected a mapping of settings, got {type(values).__name__}")
         return cls.from_dict(values)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     def to_dict(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)

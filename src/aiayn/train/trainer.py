@@ -1,42 +1,93 @@
-"""The training loop: one plain loop, top to bottom, for the encoder-decoder Transformer.
+"""The training loop: one plain loop, top to bottom, shared by every architecture.
 
+``train`` sets up (data, model or resumed checkpoint, optimizer) and then runs the loop: a step,
+a metrics line every ``log_every`` steps, a validation and a checkpoint every ``valid_every``.
 Single process, or one process per device under ``torchrun`` (DistributedDataParallel: gloo on
 CPU, NCCL on GPU; each rank takes every world-th batch; rank 0 alone writes).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-import sacrebleu
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ..data.corpus import Batch, ParallelCorpus, read_stats, token_batches
+from .. import checkpoint as ckpt
+from .. import cpu
+from ..config import ModelConfig
+from ..data.corpus import TOKENIZER, Batch, ParallelCorpus, read_stats, text_file, token_batches
 from ..data.tokenizer import Tokenizer
-from ..decode.search import greedy_search
 from ..errors import UserError
-from ..model import LanguageModel, Transformer
-from . import checkpoint as ckpt
+from ..evaluate import score
+from ..model import LanguageModel, build_model
+from ..translate import DecodeOptions, Translator
+from .metrics import MetricsLog, Window, describe
 from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
 
 
 @dataclass
-class Position:
-    """Where training is: optimizer steps done, and the next batch of the epoch."""
+class TrainState:
+    """Where training is: optimizer steps done, the next batch of the epoch, the best
+    validation so far and how many validations since it (for patience)."""
 
     step: int = 0
     epoch: int = 0
     batch: int = 0
+    best: dict = field(default_factory=lambda: {"valid_loss": float("inf"), "step": 0})
+    bad_validations: int = 0
+
+    def to_json(self) -> dict:
+        return {"position": {"step": self.step, "epoch": self.epoch, "batch": self.batch},
+                "best": self.best, "bad_validations": self.bad_validations}
+
+    @classmethod
+    def from_json(cls, state: dict) -> "TrainState":
+        return cls(**state["position"], best=state["best"],
+                   bad_validations=state["bad_validations"])
+
+    def validated(self, record: dict) -> None:
+        """Count a validation: the best so far, or one more without improvement."""
+        if record["valid_loss"] < self.best["valid_loss"]:
+            self.best, self.bad_validations = {**record}, 0
+        else:
+            self.bad_validations += 1
+
+
+@dataclass
+class Run:
+    """Everything the loop works with, built by ``setup``."""
+
+    cfg: TrainConfig
+    model_cfg: ModelConfig
+    run_dir: Path
+    device: torch.device
+    rank: int
+    world: int
+    model: nn.Module
+    net: nn.Module  # the model, wrapped in DDP when there are several processes
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    train_data: ParallelCorpus
+    valid_data: ParallelCorpus | None
+    references: list[str]
+    tokenizer: Tokenizer
+    tokenizer_path: Path
+    state: TrainState
+    metrics: MetricsLog
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
 
 
 def _dist() -> tuple[int, int]:
@@ -60,44 +111,192 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
-class MetricsLog:
-    """``RUN/metrics.jsonl``, one JSON object a line; TensorBoard too when it is installed."""
+def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log) -> Run:
+    """Data, model and optimizer, restored from RUN/checkpoints/last with ``resume``."""
+    device = _device(cfg.device)
+    if cfg.precision == "fp16" and device.type != "cuda":
+        raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    _setup_distributed(device)
+    rank, world = _dist()
 
-    def __init__(self, run_dir: Path, enabled: bool) -> None:
-        self.path, self.enabled, self.tb = run_dir / "metrics.jsonl", enabled, None
-        if enabled:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-                self.tb = SummaryWriter(str(run_dir / "tensorboard"))
-            except ImportError:
-                pass
+    # 1) data and vocabulary
+    stats = read_stats(data_dir)
+    tokenizer_path = data_dir / TOKENIZER
+    tokenizer = Tokenizer.load(tokenizer_path)
+    train_data = ParallelCorpus(data_dir, "train")
+    valid_data = ParallelCorpus(data_dir, "valid") if "valid" in stats["splits"] else None
+    references = ((data_dir / text_file("valid", "tgt")).read_text(encoding="utf-8").splitlines()
+                  if valid_data is not None else [])
+    model_cfg = cfg.model_config(tokenizer.vocab_size)
+    if int(train_data.sizes.max()) > model_cfg.max_len:
+        raise UserError(f"the longest training sentence ({int(train_data.sizes.max())} tokens) "
+                        f"exceeds the model's max_len ({model_cfg.max_len}); prepare with a lower "
+                        "--max-len or raise model.max_len")
 
-    def truncate_after(self, step: int) -> None:
-        """On resume, drop lines logged after the checkpoint (they will be logged again)."""
-        if not (self.enabled and self.path.exists()):
-            return
-        kept = [line for line in self.path.read_text().splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
-        os.replace(tmp, self.path)
+    # 2) model and optimizer; resume restores both, the RNG and the data position
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.arch, model_cfg).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
+                                 eps=cfg.adam_eps)
+    state = TrainState()
+    if resume:
+        if not (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
+            raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
+                            "(checkpoints/last is missing); drop --resume to start afresh")
+        saved = ckpt.resolve_checkpoint(run_dir, "last")
+        _check_resumable(saved, model_cfg, cfg.arch, tokenizer_path)
+        ckpt.load_weights(model, saved)
+        tensors, saved_state = ckpt.load_train_state(saved)
+        ckpt.load_optimizer(optimizer, tensors, saved_state["optimizer"])
+        torch.set_rng_state(tensors["rng.cpu"])
+        if "rng.cuda" in tensors and torch.cuda.is_available():
+            torch.cuda.set_rng_state(tensors["rng.cuda"])
+        state = TrainState.from_json(saved_state)
+        log(f"resuming {saved.name} at step {state.step} (epoch {state.epoch}, "
+            f"batch {state.batch})")
+    elif ckpt.list_step_checkpoints(run_dir):
+        raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
+                        "or choose another --out")
+    if rank == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cfg.save(run_dir / "train_config.json")
+        model_cfg.save(run_dir / "model_config.json")
+    metrics = MetricsLog(run_dir, rank == 0)
+    metrics.truncate_after(state.step)
+    net = DistributedDataParallel(model) if world > 1 else model
+    scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
+    if rank == 0:
+        n_params = sum(p.numel() for p in model.parameters())
+        log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
+            f"{len(train_data):,} training pairs, {world} process(es) on {device}")
+    return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
+               train_data, valid_data, references, tokenizer, tokenizer_path, state, metrics)
 
-    def write(self, record: dict) -> None:
-        if not self.enabled:
-            return
-        with open(self.path, "a") as handle:
-            handle.write(json.dumps(record) + "\n")
-        if self.tb is not None:
-            for key, value in record.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self.tb.add_scalar(key, value, record["step"])
 
-    def close(self) -> None:
-        if self.tb is not None:
-            self.tb.close()
+def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume: bool = False,
+          progress: bool = True, log=print) -> dict:
+    """Train a model on a prepared data directory; checkpoints go to ``run_dir``.
+
+    Returns a summary: steps, final and best validation figures, the last checkpoint.
+    Raises UserError for bad data, flags or checkpoints.
+    """
+    run = setup(Path(data_dir), Path(run_dir), cfg, resume=resume, log=log)
+    state = run.state
+    start_time, start_step = time.monotonic(), state.step
+    bar = _progress_bar(cfg, state) if progress and run.is_main else None
+    window, last_saved, summary, stop = Window(), -1, {}, ""
+    run.net.train()
+    for micro in _micro_batches(run):
+        lr = noam_lr(state.step + 1, run.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
+        window.add(*train_step(run.net, run.optimizer, run.scaler, micro, lr=lr, cfg=cfg,
+                               pad_id=run.model_cfg.pad_id, device=run.device))
+        state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
+        if bar is not None:
+            bar.update(1)
+        if state.step % cfg.log_every == 0:
+            record = window.record(state.step, state.epoch, lr, run.world)
+            run.metrics.write(record)
+            if bar is not None:
+                bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{lr:.2e}",
+                                tok_s=f"{record['tokens_per_s']:.0f}")
+            window = Window()
+        stop = _budget_spent(cfg, state, start_time, run.world)
+        if state.step % cfg.valid_every == 0 or stop:
+            summary = validate(run)
+            if bar is not None and len(summary) > 1:  # progress and validation to stderr
+                bar.write(describe(summary), file=sys.stderr)
+            save(run)
+            last_saved = state.step
+            if cfg.patience and state.bad_validations >= cfg.patience and not stop:
+                stop = "patience"
+        if stop:
+            break
+    else:
+        stop = "max_epochs"
+    if bar is not None:
+        bar.close()
+    run.metrics.close()
+    if last_saved != state.step:
+        save(run)
+    if run.world > 1:
+        dist.barrier()
+    return {"stopped": stop, "step": state.step, "epoch": state.epoch,
+            "steps_run": state.step - start_step, "minutes": (time.monotonic() - start_time) / 60,
+            "last": summary, "best": state.best,
+            "checkpoint": str((run.run_dir / "checkpoints" / "last").resolve())}
 
 
-def evaluate_loss(model: Transformer, corpus: ParallelCorpus, cfg: TrainConfig,
+def _micro_batches(run: Run) -> Iterator[list[Batch]]:
+    """The rest of training, ``grad_accum`` batches at a time, epoch after epoch from the
+    state's position (the loop advances ``state.batch``), until ``max_epochs``."""
+    cfg, state = run.cfg, run.state
+    while not (cfg.max_epochs and state.epoch >= cfg.max_epochs):
+        batches = token_batches(run.train_data.sizes, cfg.max_tokens, seed=cfg.seed,
+                                epoch=state.epoch)
+        usable = len(batches) - len(batches) % run.world  # every rank gets as many
+        batches = batches[run.rank:usable:run.world]
+        while state.batch + cfg.grad_accum <= len(batches):
+            yield [run.train_data.collate(batches[state.batch + i]).to(run.device)
+                   for i in range(cfg.grad_accum)]
+        state.epoch, state.batch = state.epoch + 1, 0
+
+
+def _budget_spent(cfg: TrainConfig, state: TrainState, start_time: float, world: int) -> str:
+    """Why training stops now ("max_steps", "max_minutes"), or "" to go on."""
+    stop = ""
+    if cfg.max_steps and state.step >= cfg.max_steps:
+        stop = "max_steps"
+    elif cfg.max_minutes and (time.monotonic() - start_time) / 60 >= cfg.max_minutes:
+        stop = "max_minutes"
+    if world > 1:  # every rank stops together, whatever its clock says
+        flag = torch.tensor(float(bool(stop)))
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        stop = stop or ("max_minutes" if flag.item() else "")
+    return stop
+
+
+def _progress_bar(cfg: TrainConfig, state: TrainState):
+    from tqdm import tqdm
+    return tqdm(total=cfg.max_steps or None, initial=state.step, unit="step", dynamic_ncols=True)
+
+
+def validate(run: Run) -> dict:
+    """Validation loss (every rank) and BLEU (rank 0) at the current step, logged and counted
+    towards the best checkpoint and patience."""
+    record: dict = {"step": run.state.step}
+    if run.valid_data is None:
+        return record
+    record.update(evaluate_loss(run.model, run.valid_data, run.cfg, run.device))
+    if run.is_main and run.cfg.valid_bleu_sentences and run.cfg.arch == "encoder-decoder":
+        record["valid_bleu"] = evaluate_bleu(run, run.cfg.valid_bleu_sentences)
+    run.state.validated(record)
+    run.metrics.write(record)
+    return record
+
+
+def save(run: Run) -> None:
+    """Checkpoint the current step (rank 0): weights, optimizer, RNG and state; point ``best``
+    at it when it is the best, and prune old step checkpoints."""
+    if not run.is_main:
+        return
+    state = run.state
+    tensors, optimizer_meta = ckpt.optimizer_tensors(run.optimizer)
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    name = ckpt.step_name(state.step)
+    ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer_path,
+                         extra_tensors=tensors,
+                         state={**state.to_json(), "optimizer": optimizer_meta,
+                                "train_config": run.cfg.to_dict()})
+    if state.best["step"] == state.step:
+        ckpt.point(run.run_dir / "checkpoints" / "best", name)
+    ckpt.prune(run.run_dir, run.cfg.keep_last, {ckpt.step_name(state.best["step"])})
+
+
+def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
                   device: torch.device) -> dict:
     """Validation label-smoothed loss, NLL and perplexity per target token."""
     model.eval()
@@ -115,19 +314,19 @@ def evaluate_loss(model: Transformer, corpus: ParallelCorpus, cfg: TrainConfig,
     return {"valid_loss": loss_sum / tokens, "valid_nll": nll, "valid_ppl": math.exp(min(nll, 50))}
 
 
-def evaluate_bleu(model: Transformer, corpus: ParallelCorpus, references: list[str],
-                  tokenizer: Tokenizer, count: int, max_tokens: int, device: torch.device) -> float:
-    """Greedy-decoded, detokenized sacreBLEU on the first ``count`` validation sentences."""
-    model.eval()
+def evaluate_bleu(run: Run, count: int) -> float:
+    """Greedy-decoded sacreBLEU of the first ``count`` validation sentences, scored as
+    `aiayn evaluate` scores."""
+    corpus = run.valid_data
     count = min(count, len(corpus))
-    sizes = corpus.lengths("src", count) + 1
-    hyps: dict[int, str] = {}
-    for indices in token_batches(sizes, max_tokens, seed=0, epoch=0, shuffle=False):
-        batch = corpus.collate(indices).to(device)
-        for i, h in zip(indices, greedy_search(model, batch.src)):
-            hyps[int(i)] = tokenizer.decode(h.tokens)
-    model.train()
-    return sacrebleu.corpus_bleu([hyps[i] for i in range(count)], [references[:count]]).score
+    run.model.eval()
+    translator = Translator(cpu.for_inference(run.model), run.tokenizer)
+    sources = [corpus.ids("src", i).tolist() + [run.model_cfg.eos_id] for i in range(count)]
+    hyps = translator.translate_ids(sources, DecodeOptions(beam=1,
+                                                           batch_tokens=run.cfg.max_tokens))
+    run.model.train()
+    return score([run.tokenizer.decode(h[0].tokens) for h in hyps],
+                 run.references[:count])["bleu"]
 
 
 def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
@@ -183,15 +382,8 @@ def _autocast(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
 
 
-def _state_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
-    tensors, meta = ckpt.optimizer_tensors(optimizer)
-    tensors["rng.cpu"] = torch.get_rng_state()
-    if torch.cuda.is_available():
-        tensors["rng.cuda"] = torch.cuda.get_rng_state()
-    return tensors, meta
-
-
-def _check_resumable(saved: Path, model_cfg, arch: str, tokenizer_path: Path) -> None:
+def _check_resumable(saved: Path, model_cfg: ModelConfig, arch: str, tokenizer_path: Path) -> None:
+    """A UserError unless the checkpoint holds this model and this vocabulary."""
     saved_arch = ckpt.load_arch(saved)
     if saved_arch != arch:
         raise UserError(f"cannot resume {saved}: it is a {saved_arch} model, not "
@@ -205,178 +397,3 @@ def _check_resumable(saved: Path, model_cfg, arch: str, tokenizer_path: Path) ->
     if (saved / ckpt.TOKENIZER).read_bytes() != tokenizer_path.read_bytes():
         raise UserError(f"cannot resume {saved}: its vocabulary differs from the data's "
                         f"{tokenizer_path}; resume with the data it was trained on")
-
-
-def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume: bool = False,
-          progress: bool = True, log=print) -> dict:
-    """Train a Transformer on a prepared data directory; checkpoints go to ``run_dir``.
-
-    Returns a summary: steps, final and best validation figures, the last checkpoint.
-    Raises UserError for bad data, flags or checkpoints.
-    """
-    data_dir, run_dir = Path(data_dir), Path(run_dir)
-    device = _device(cfg.device)
-    if cfg.precision == "fp16" and device.type != "cuda":
-        raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    _setup_distributed(device)
-    rank, world = _dist()
-    is_main = rank == 0
-
-    # 1) data and vocabulary
-    stats = read_stats(data_dir)
-    tokenizer_path = data_dir / "spm.model"
-    tokenizer = Tokenizer.load(tokenizer_path)
-    train_data = ParallelCorpus(data_dir, "train")
-    valid_data = ParallelCorpus(data_dir, "valid") if "valid" in stats["splits"] else None
-    references = ((data_dir / "valid.tgt.txt").read_text(encoding="utf-8").splitlines()
-                  if valid_data is not None else [])
-    model_cfg = cfg.model_config(tokenizer.vocab_size)
-    if int(train_data.sizes.max()) > model_cfg.max_len:
-        raise UserError(f"the longest training sentence ({int(train_data.sizes.max())} tokens) "
-                        f"exceeds the model's max_len ({model_cfg.max_len}); prepare with a lower "
-                        "--max-len or raise model.max_len")
-
-    # 2) model and optimizer; resume restores both, the RNG and the data position
-    torch.manual_seed(cfg.seed)
-    model = ckpt.ARCHS[cfg.arch](model_cfg).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
-                                 eps=cfg.adam_eps)
-    pos, best = Position(), {"valid_loss": float("inf"), "step": 0}
-    bad_validations = 0
-    last_dir = run_dir / "checkpoints" / "last"
-    if resume:
-        if not (last_dir / ckpt.WEIGHTS).is_file():
-            raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
-                            "(checkpoints/last is missing); drop --resume to start afresh")
-        saved = last_dir.resolve()
-        _check_resumable(saved, model_cfg, cfg.arch, tokenizer_path)
-        ckpt.load_weights(model, saved)
-        tensors, state = ckpt.load_train_state(saved)
-        ckpt.load_optimizer(optimizer, tensors, state["optimizer"])
-        torch.set_rng_state(tensors["rng.cpu"])
-        if "rng.cuda" in tensors and torch.cuda.is_available():
-            torch.cuda.set_rng_state(tensors["rng.cuda"])
-        pos = Position(**state["position"])
-        best, bad_validations = state["best"], state["bad_validations"]
-        log(f"resuming {saved.name} at step {pos.step} (epoch {pos.epoch}, batch {pos.batch})")
-    elif (run_dir / "checkpoints").exists() and ckpt.list_step_checkpoints(run_dir):
-        raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
-                        "or choose another --out")
-    if is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
-        model_cfg.save(run_dir / "model_config.json")
-    metrics = MetricsLog(run_dir, is_main)
-    metrics.truncate_after(pos.step)
-    net: nn.Module = DistributedDataParallel(model) if world > 1 else model
-    scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
-    n_params = sum(p.numel() for p in model.parameters())
-    if is_main:
-        log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
-            f"{len(train_data):,} training pairs, {world} process(es) on {device}")
-
-    def save(name: str) -> Path | None:
-        if not is_main:
-            return None
-        tensors, meta = _state_tensors(optimizer)
-        state = {"position": vars(pos), "best": best, "bad_validations": bad_validations,
-                 "optimizer": meta, "train_config": cfg.to_dict()}
-        return ckpt.save_checkpoint(run_dir, name, model, model_cfg, tokenizer_path,
-                                    extra_tensors=tensors, state=state)
-
-    # 3) the loop
-    start_time, start_step = time.monotonic(), pos.step
-    bar = None
-    if progress and is_main:
-        from tqdm import tqdm
-        bar = tqdm(total=cfg.max_steps or None, initial=pos.step, unit="step", dynamic_ncols=True)
-    window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": time.monotonic()}
-    last_saved, summary, stop = -1, {}, ""
-    batches = None
-    net.train()
-    while not stop:
-        if cfg.max_epochs and pos.epoch >= cfg.max_epochs:
-            stop = "max_epochs"
-            break
-        if batches is None:
-            all_batches = token_batches(train_data.sizes, cfg.max_tokens, seed=cfg.seed,
-                                        epoch=pos.epoch)
-            usable = len(all_batches) - len(all_batches) % world  # every rank gets as many
-            batches = all_batches[rank:usable:world]
-        if pos.batch + cfg.grad_accum > len(batches):
-            pos.epoch, pos.batch, batches = pos.epoch + 1, 0, None
-            continue
-        micro = [train_data.collate(batches[pos.batch + i]).to(device)
-                 for i in range(cfg.grad_accum)]
-        lr = noam_lr(pos.step + 1, model_cfg.d_model, cfg.warmup, cfg.lr_scale)
-        loss, nll, tokens = train_step(net, optimizer, scaler, micro, lr=lr, cfg=cfg,
-                                       pad_id=model_cfg.pad_id, device=device)
-        window["loss"] += loss
-        window["nll"] += nll
-        window["tokens"] += tokens
-        pos.step += 1
-        pos.batch += cfg.grad_accum
-
-        if bar is not None:
-            bar.update(1)
-        if pos.step % cfg.log_every == 0:
-            elapsed = time.monotonic() - window["time"]
-            record = {"step": pos.step, "epoch": pos.epoch,
-                      "loss": window["loss"] / window["tokens"],
-                      "nll": window["nll"] / window["tokens"], "lr": lr,
-                      "tokens_per_s": window["tokens"] * world / max(elapsed, 1e-9)}
-            metrics.write(record)
-            if bar is not None:
-                bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{lr:.2e}",
-                                tok_s=f"{record['tokens_per_s']:.0f}")
-            window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": time.monotonic()}
-
-        minutes = (time.monotonic() - start_time) / 60
-        if cfg.max_steps and pos.step >= cfg.max_steps:
-            stop = "max_steps"
-        elif cfg.max_minutes and minutes >= cfg.max_minutes:
-            stop = "max_minutes"
-        if world > 1:  # every rank stops together, whatever its clock says
-            flag = torch.tensor(float(bool(stop)))
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            stop = stop or ("max_minutes" if flag.item() else "")
-
-        if pos.step % cfg.valid_every == 0 or stop:
-            record = {"step": pos.step}
-            if valid_data is not None:
-                record.update(evaluate_loss(model, valid_data, cfg, device))
-                if is_main and cfg.valid_bleu_sentences and cfg.arch == "encoder-decoder":
-                    record["valid_bleu"] = evaluate_bleu(model, valid_data, references, tokenizer,
-                                                         cfg.valid_bleu_sentences, cfg.max_tokens,
-                                                         device)
-                if record["valid_loss"] < best["valid_loss"]:
-                    best, bad_validations = {**record}, 0
-                else:
-                    bad_validations += 1
-                metrics.write(record)
-                if bar is not None:  # progress and validation go to stderr, results to stdout
-                    bar.write(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-                                       for k, v in record.items()), file=sys.stderr)
-            name = f"step_{pos.step:07d}"
-            save(name)
-            last_saved = pos.step
-            if is_main:
-                if best["step"] == pos.step:
-                    ckpt._point(run_dir / "checkpoints" / "best", name)
-                ckpt.prune(run_dir, cfg.keep_last, {f"step_{best['step']:07d}"})
-            summary = record
-            if cfg.patience and bad_validations >= cfg.patience and not stop:
-                stop = "patience"
-    if bar is not None:
-        bar.close()
-    metrics.close()
-    if last_saved != pos.step:
-        save(f"step_{pos.step:07d}")
-    if world > 1:
-        dist.barrier()
-    steps_run = pos.step - start_step
-    return {"stopped": stop, "step": pos.step, "epoch": pos.epoch, "steps_run": steps_run,
-            "minutes": (time.monotonic() - start_time) / 60, "last": summary, "best": best,
-            "checkpoint": str((run_dir / "checkpoints" / "last").resolve())}

@@ -27,12 +27,10 @@ from safetensors.torch import load_file, save_file, save_model
 from safetensors.torch import load_model as load_safetensors_model
 from torch import nn
 
-from ..config import ConfigError, ModelConfig
-from ..errors import UserError
-from ..model import LanguageModel, Transformer
-
-ARCHS: dict[str, type[nn.Module]] = {"encoder-decoder": Transformer,
-                                     "decoder-only": LanguageModel}
+from .config import ConfigError, ModelConfig
+from .data.tokenizer import Tokenizer
+from .errors import UserError
+from .model import ARCHS, arch_of, build_model
 
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.model"
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
@@ -46,7 +44,7 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _point(link: Path, target: str) -> None:
+def point(link: Path, target: str) -> None:
     """Atomically make ``link`` a symlink to ``target`` (a sibling name)."""
     tmp = link.with_name(f".{link.name}.tmp")
     if tmp.is_symlink() or tmp.exists():
@@ -110,31 +108,50 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
-    _point(root / "last", name)
+    point(root / "last", name)
     _fsync_dir(root)
     return final
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint directory, a run directory (its best, else last), or a clear error."""
+def step_name(step: int) -> str:
+    """The directory name of the checkpoint written after ``step`` optimizer steps."""
+    return f"step_{step:07d}"
+
+
+def resolve_checkpoint(path: str | Path, which: str | int | None = None) -> Path:
+    """A checkpoint directory from a checkpoint or run directory, or a clear error.
+
+    For a run directory ``which`` picks the checkpoint: "best", "last", a step number or the
+    name of any directory under RUN/checkpoints; by default best, else last.
+    """
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such checkpoint directory")
-    if (path / WEIGHTS).is_file():
+    if which is None and (path / WEIGHTS).is_file():
         return path
-    for pick in ("best", "last"):
-        candidate = path / "checkpoints" / pick
-        if (candidate / WEIGHTS).is_file():
-            return candidate.resolve()
+    root = path / "checkpoints"
+    if which is None:
+        picks = ["best", "last"]
+    elif isinstance(which, int) or str(which).isdigit():
+        picks = [step_name(int(which))]
+    else:
+        picks = [str(which)]
+    for pick in picks:
+        if (root / pick / WEIGHTS).is_file():
+            return (root / pick).resolve()
+    if which is not None:
+        raise UserError(f"{path}: no checkpoint {picks[0]!r} in {root}; "
+                        f"choose one of: {', '.join(list_checkpoints(path)) or 'none yet'}")
     raise UserError(f"{path}: not a checkpoint (no {WEIGHTS}) and no checkpoints/best or "
                     "checkpoints/last inside; point --checkpoint at a checkpoint directory")
 
 
-def arch_of(model: nn.Module) -> str:
-    for arch, cls in ARCHS.items():
-        if isinstance(model, cls):
-            return arch
-    raise TypeError(f"not a model aiayn checkpoints: {type(model).__name__}")
+def list_checkpoints(run_dir: Path) -> list[str]:
+    """The names of a run's checkpoints: step directories, best, last."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / WEIGHTS).is_file())
 
 
 def _read_config(ckpt: Path) -> dict:
@@ -159,9 +176,19 @@ def load_arch(ckpt: Path) -> str:
 
 def load_model(ckpt: Path) -> nn.Module:
     """Build the checkpoint's model from its config and load its weights."""
-    model = ARCHS[load_arch(ckpt)](load_config(ckpt))
+    model = build_model(load_arch(ckpt), load_config(ckpt))
     load_weights(model, ckpt)
     return model
+
+
+def load_tokenizer(ckpt: Path) -> Tokenizer:
+    """The checkpoint's SentencePiece model, checked against its config's vocabulary."""
+    tokenizer = Tokenizer.load(ckpt / TOKENIZER)
+    vocab_size = load_config(ckpt).vocab_size
+    if tokenizer.vocab_size > vocab_size:
+        raise UserError(f"{ckpt}: tokenizer has {tokenizer.vocab_size} pieces but the "
+                        f"model {vocab_size}; the checkpoint is inconsistent")
+    return tokenizer
 
 
 def load_config(ckpt: Path) -> ModelConfig:

@@ -1,0 +1,148 @@
+"""Decoding and training throughput of two checkouts of aiayn, side by side.
+
+For a change that must not make aiayn slower (a refactor, a new option): the working tree
+against another checkout of the repository (for example ``git worktree add /tmp/base HEAD~1``).
+Every measurement runs alone in a fresh process that imports aiayn from one checkout's
+``src/`` only; the two checkouts alternate, ``--rounds`` times per row, and the table shows
+each one's median.
+
+- decoding: the aiayn rows of ``benchmarks/decode_speed.py`` (its ``--worker`` mode, run from
+  each checkout's own copy of the script): random-weight ``small`` and ``base`` models, 30
+  tokens forced per sentence, float32 and ``--int8``; generated tokens per second.
+- training: ``aiayn.train.trainer.train_step`` on the same token batches of the embedded demo
+  corpus (prepared once, at most ``--max-tokens`` padded tokens per batch), fp32 and bf16;
+  target tokens per second over the timed steps after warm-up.
+
+    .venv/bin/python benchmarks/compare_checkouts.py --baseline /tmp/base [--rounds 3]
+        [--skip-decode] [--skip-train]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+DECODE_ROWS = [(size, batch, beam, label, system)
+               for size in ("small", "base")
+               for batch, beam, label in ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
+               for system in ("aiayn", "aiayn --int8")]
+TRAIN_ROWS = [(size, precision) for size in ("small", "base") for precision in ("fp32", "bf16")]
+STEPS = {"small": (3, 10), "base": (2, 5)}  # (warm-up, timed) steps
+
+
+def in_checkout(checkout: Path, argv: list[str]) -> float:
+    """Run a worker with ``checkout``'s src/ first on the path; its last line is the figure."""
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    out = subprocess.run([sys.executable, *argv], env=env, check=True, capture_output=True,
+                         text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def decode_rate(checkout: Path, size: str, batch: int, beam: int, system: str) -> float:
+    return in_checkout(checkout, [str(checkout / "benchmarks" / "decode_speed.py"),
+                                  "--worker", system, "--sizes", size, "--batch", str(batch),
+                                  "--beam", str(beam), "--repeats", "3"])
+
+
+def train_rate(checkout: Path, data: Path, size: str, precision: str, max_tokens: int) -> float:
+    return in_checkout(checkout, [__file__, "--train-worker", str(data), "--size", size,
+                                  "--precision", precision, "--max-tokens", str(max_tokens)])
+
+
+def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
+    """Time ``train_step`` of the aiayn on the path; print target tokens per second."""
+    import torch
+
+    import aiayn
+    from aiayn import ModelConfig, Transformer
+    from aiayn.data.corpus import ParallelCorpus, token_batches
+    from aiayn.train.recipe import TrainConfig
+    from aiayn.train.trainer import train_step
+
+    assert Path(aiayn.__file__).resolve().is_relative_to(Path(os.environ["PYTHONPATH"]))
+    corpus = ParallelCorpus(data, "train")
+    cfg = TrainConfig(preset=size, precision=precision, max_tokens=max_tokens)
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig.preset(size, vocab_size=8000)).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    scaler = torch.amp.GradScaler("cuda", enabled=False)
+    warm, timed = STEPS[size]
+    batches = token_batches(corpus.sizes, max_tokens, seed=1, epoch=0)[:warm + timed]
+    tokens, seconds = 0, 0.0
+    for i, indices in enumerate(batches):
+        batch = corpus.collate(indices)
+        start = time.perf_counter()
+        _, _, n = train_step(model, optimizer, scaler, [batch], lr=1e-4, cfg=cfg, pad_id=0,
+                             device=torch.device("cpu"))
+        if i >= warm:
+            tokens, seconds = tokens + n, seconds + time.perf_counter() - start
+    print(tokens / seconds)
+
+
+def prepare_demo(out: Path) -> Path:
+    from aiayn.data.prepare import TextPair, prepare
+    demo = HERE / "src" / "aiayn" / "data" / "demo"
+    prepare(TextPair(demo / "train.en.gz", demo / "train.es.gz"), out, vocab_size=8000,
+            log=lambda *_: None)
+    return out
+
+
+def table(rows, measure, checkouts, rounds: int, label) -> None:
+    for row in rows:
+        runs: dict[str, list[float]] = {name: [] for name in checkouts}
+        for _ in range(rounds):
+            for name, path in checkouts.items():  # alternate, round after round
+                time.sleep(0.5)
+                runs[name].append(measure(path, row))
+        base, new = (statistics.median(runs[n]) for n in checkouts)
+        print(f"| {label(row)} | {base:,.0f} | {new:,.0f} | {new / base:.2f} | "
+              + " / ".join(f"{a:,.0f}-{b:,.0f}" for a, b in
+                           ((min(runs[n]), max(runs[n])) for n in checkouts)) + " |",
+              flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="the other checkout (its repository root)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=4000)
+    parser.add_argument("--skip-decode", action="store_true")
+    parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--train-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--size", help=argparse.SUPPRESS)
+    parser.add_argument("--precision", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.train_worker:
+        train_worker(args.train_worker, args.size, args.precision, args.max_tokens)
+        return
+    if args.baseline is None:
+        parser.error("--baseline is required")
+    import torch
+    checkouts = {"baseline": args.baseline.resolve(), "working tree": HERE}
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; baseline "
+          f"{checkouts['baseline']}, working tree {HERE}; median of {args.rounds} rounds, "
+          "each measurement in a fresh process, the checkouts alternating")
+    if not args.skip_decode:
+        print("\n| size, batch, mode, system | baseline tok/s | working tree tok/s | ratio | "
+              "range baseline / working tree |\n|---|---:|---:|---:|---|")
+        table(DECODE_ROWS, lambda path, r: decode_rate(path, r[0], r[1], r[2], r[4]),
+              checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}, {r[3]}, {r[4]}")
+    if not args.skip_train:
+        with tempfile.TemporaryDirectory() as tmp:
+            data = prepare_demo(Path(tmp) / "demo")
+            print("\n| size, precision | baseline tgt tok/s | working tree tgt tok/s | ratio | "
+                  "range baseline / working tree |\n|---|---:|---:|---:|---|")
+            table(TRAIN_ROWS, lambda path, r: train_rate(path, data, r[0], r[1],
+                                                         args.max_tokens),
+                  checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""CPU inference helpers, applied from outside the model at load time.
+
+The model files read as the paper; what makes decoding fast on a CPU lives here and is swapped
+in by ``for_inference`` (as ``quantize_int8`` swaps in quantized layers):
+
+- ``SplitLinear``: a float32 linear layer that multiplies a few rows (one decoding step) by
+  one block of output features per thread, as a batched product, so that every core reads its
+  share of the weight. PyTorch's ``F.linear`` runs such a product on one thread.
+- ``top_k``: ``torch.topk`` over a vocabulary through vectorized block maxima.
+- ``reuse_freed_memory``: glibc's allocator settings that let each decoding step reuse the
+  pages the previous one freed.
+
+Why each one pays, with the measurements: docs/benchmarks.md ("Decoding on the CPU").
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import ctypes.util
+import os
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+SPLIT_MAX_ROWS = 128  # above this, one large matrix product already uses every core
+PACKED = ("output_proj",)  # layers whose block-wise transposed weight is worth a copy
+
+
+def most_even_blocks(features: int, threads: int) -> int:
+    """The most blocks, at most ``threads``, that split ``features`` evenly; 0 when none does."""
+    return next((n for n in range(threads, 1, -1) if features % n == 0), 0)
+
+
+class SplitLinear(nn.Module):
+    """``nn.Linear`` whose few-row float32 products on the CPU run one block per thread.
+
+    It shares the wrapped layer's parameters (so tied weights stay tied). With ``pack`` the
+    blocks are a transposed copy of the weight, laid out block by block, for matrices so wide
+    that reading rows of the usual layout is slower than the copy (the output projection);
+    the copy is rebuilt whenever the weight is replaced or changed in place.
+
+    Anything else (gradients enabled, more than ``SPLIT_MAX_ROWS`` rows, another device or
+    dtype, one thread, no even split) is ``F.linear``.
+
+    Attributes:
+        weight_blocks: (t, in, out / t) views of the weight (a copy with ``pack``), or None
+            before the first split product or when no even split exists.
+        bias_blocks: (t, 1, out / t) views of the bias, or None.
+        key: what the blocks were made from: (weight data pointer, dtype, thread count,
+            weight version with ``pack``).
+    """
+
+    def __init__(self, layer: nn.Linear, *, pack: bool = False) -> None:
+        super().__init__()
+        self.in_features, self.out_features = layer.in_features, layer.out_features
+        self.weight, self.bias = layer.weight, layer.bias  # (out, in), (out,) shared
+        self.pack = pack
+        self.weight_blocks: Tensor | None = None
+        self.bias_blocks: Tensor | None = None
+        self.key: tuple | None = None
+
+    @property
+    def blocks(self) -> int:
+        """The number of blocks products are split into (0: none yet, or none possible)."""
+        return 0 if self.weight_blocks is None else self.weight_blocks.size(0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (..., in) -> (..., out)."""
+        weight, bias = self.weight, self.bias
+        if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
+                or x.numel() > SPLIT_MAX_ROWS * self.in_features
+                or self._split(weight) is None):
+            return F.linear(x, weight, bias)
+        blocks, d_in = self.weight_blocks, self.in_features
+        t = blocks.size(0)
+        rows = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
+        if bias is None:
+            y = torch.bmm(rows, blocks)  # (t, M, out / t)
+        else:
+            y = torch.baddbmm(self.bias_blocks, rows, blocks)
+        return y.transpose(0, 1).reshape(x.shape[:-1] + (self.out_features,))  # (..., out)
+
+    def _split(self, weight: Tensor) -> Tensor | None:
+        """The weight blocks, made again when the weight, its dtype (or, packed, its values)
+        or the thread count changed; None when there is no even split in two or more."""
+        threads = torch.get_num_threads()
+        key = (weight.data_ptr(), weight.dtype, threads, weight._version if self.pack else None)
+        if key != self.key:
+            d_out, d_in = weight.shape
+            t = most_even_blocks(d_out, threads) if weight.dtype == torch.float32 else 0
+            if t:
+                blocks = weight.detach().view(t, d_out // t, d_in).transpose(1, 2)
+                self.weight_blocks = blocks.contiguous() if self.pack else blocks
+                self.bias_blocks = (None if self.bias is None
+                                    else self.bias.detach().view(t, 1, d_out // t))
+            else:
+                self.weight_blocks = self.bias_blocks = None
+            self.key = key
+        return self.weight_blocks
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}, pack={self.pack}")
+
+
+def split_linears(model: nn.Module) -> nn.Module:
+    """Replace every ``nn.Linear`` of ``model`` (in place) by a ``SplitLinear`` sharing its
+    parameters; the layers named in ``PACKED`` keep a packed weight copy. Returns ``model``."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if type(child) is nn.Linear:
+                setattr(parent, name, SplitLinear(child, pack=name in PACKED))
+    return model
+
+
+def quantize_int8(model: nn.Module) -> nn.Module:
+    """Dynamic int8 quantization of every ``nn.Linear`` (torch.ao.quantization.quantize_dynamic):
+    weights stored as int8, activations quantized on the fly; embeddings stay float32."""
+    with warnings.catch_warnings():  # torch marks the eager quantization API deprecated
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+
+
+def for_inference(model: nn.Module, *, int8: bool = False) -> nn.Module:
+    """An inference copy of ``model`` for the CPU: its own module objects around the same
+    parameters and buffers (``model`` itself is left as it is), in eval mode, with int8 linear
+    layers or, in float32, split few-row products. Other devices get the model unchanged."""
+    device = next(model.parameters()).device
+    if device.type != "cpu":
+        if int8:
+            raise ValueError("int8 decoding runs on the CPU only")
+        return model.eval()
+    if int8:
+        return quantize_int8(model).eval()  # quantize_dynamic copies: new int8 weights
+    shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    return split_linears(copy.deepcopy(model, shared).eval())
+
+
+def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
+    """``x.topk(k, dim=-1)`` (values and indices, best first) for x (rows, V), faster on CPU.
+
+    PyTorch's CPU top-k walks every element one at a time, while a plain maximum is
+    vectorized. So: take the maximum of every block of ``block`` entries; a row's k best
+    entries lie in its k blocks with the largest maxima (a block holding one of them has a
+    maximum at least as large as the k-th best; any other block's maximum is smaller); run
+    the exact top-k on those k blocks only. Entries that tie may come back in another order
+    than ``torch.topk``'s.
+    """
+    rows, v = x.shape
+    n_blocks = v // block
+    if n_blocks < 4 * k or not x.is_cpu:
+        return x.topk(k, dim=-1)
+    head = x[:, :n_blocks * block].reshape(rows, n_blocks, block)  # (rows, blocks, block)
+    best_blocks = head.amax(-1).topk(k, dim=-1).indices  # (rows, k)
+    cand = head.gather(1, best_blocks[:, :, None].expand(rows, k, block)).view(rows, k * block)
+    cand_idx = (best_blocks[:, :, None] * block
+                + torch.arange(block, device=x.device)).view(rows, k * block)
+    if v > n_blocks * block:  # the last, partial block: always a candidate
+        cand = torch.cat([cand, x[:, n_blocks * block:]], dim=1)
+        cand_idx = torch.cat([cand_idx, torch.arange(n_blocks * block, v, device=x.device)
+                              .expand(rows, -1)], dim=1)
+    values, pos = cand.topk(k, dim=-1)
+    return values, cand_idx.gather(1, pos)
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc <malloc.h>
+MMAP_THRESHOLD = 64 << 20
+TRIM_THRESHOLD = 1 << 30
+_malloc_applied: bool | None = None
+
+
+def reuse_freed_memory() -> bool:
+    """Raise glibc's mmap and trim thresholds once per process; True when they are set.
+
+    Every decoding step allocates and frees the same tensors. glibc serves large requests with
+    fresh ``mmap`` mappings and returns the top of the heap to the kernel, so those buffers
+    keep coming back as new pages that fault when first written. With the thresholds raised,
+    requests below 64 MiB come from the heap and up to 1 GiB of freed heap stays with the
+    process for reuse. Process-wide; ``aiayn.load`` and the decoding commands call it, and
+    ``AIAYN_KEEP_MALLOC=1`` in the environment leaves the allocator alone. Does nothing
+    elsewhere than glibc (macOS, musl).
+    """
+    global _malloc_applied
+    if _malloc_applied is None:
+        _malloc_applied = False
+        if sys.platform.startswith("linux") and os.environ.get("AIAYN_KEEP_MALLOC") != "1":
+            try:
+                mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+            except (OSError, AttributeError):  # not glibc
+                return False
+            _malloc_applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+                                   and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return _malloc_applied

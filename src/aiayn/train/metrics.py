@@ -1,0 +1,73 @@
+"""Training metrics: ``RUN/metrics.jsonl`` (and TensorBoard when installed), and the running
+window of training losses that each logged line averages."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class MetricsLog:
+    """``RUN/metrics.jsonl``, one JSON object a line; TensorBoard too when it is installed."""
+
+    def __init__(self, run_dir: Path, enabled: bool) -> None:
+        self.path, self.enabled, self.tb = run_dir / "metrics.jsonl", enabled, None
+        if enabled:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+                self.tb = SummaryWriter(str(run_dir / "tensorboard"))
+            except ImportError:
+                pass
+
+    def truncate_after(self, step: int) -> None:
+        """On resume, drop lines logged after the checkpoint (they will be logged again)."""
+        if not (self.enabled and self.path.exists()):
+            return
+        kept = [line for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= step]
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        os.replace(tmp, self.path)
+
+    def write(self, record: dict) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if self.tb is not None:
+            for key, value in record.items():
+                if key != "step" and isinstance(value, (int, float)):
+                    self.tb.add_scalar(key, value, record["step"])
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+@dataclass
+class Window:
+    """Summed losses and target tokens since the last logged line."""
+
+    loss: float = 0.0
+    nll: float = 0.0
+    tokens: int = 0
+    start: float = field(default_factory=time.monotonic)
+
+    def add(self, loss: float, nll: float, tokens: int) -> None:
+        self.loss, self.nll, self.tokens = self.loss + loss, self.nll + nll, self.tokens + tokens
+
+    def record(self, step: int, epoch: int, lr: float, world: int) -> dict:
+        """Per-token losses and target tokens per second (over all ranks) of the window."""
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        return {"step": step, "epoch": epoch, "loss": self.loss / self.tokens,
+                "nll": self.nll / self.tokens, "lr": lr,
+                "tokens_per_s": self.tokens * world / elapsed}
+
+
+def describe(record: dict) -> str:
+    """A record as one line: ``step 500 valid_loss 3.21 ...``."""
+    return " ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                    for k, v in record.items())

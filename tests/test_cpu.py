@@ -1,0 +1,122 @@
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from aiayn import ModelConfig, Transformer
+from aiayn.cpu import SplitLinear, for_inference, quantize_int8, split_linears, top_k
+
+
+@pytest.fixture
+def threads():
+    """Run with a chosen thread count (the split path needs at least 2), restored after."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("t", [2, 4])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("pack", [False, True])
+@pytest.mark.parametrize("rows", [(1,), (3, 1), (2, 5)])
+def test_split_product_equals_f_linear(threads, t, bias, pack, rows):
+    threads(t)
+    layer = nn.Linear(24, 40, bias=bias)
+    split = SplitLinear(layer, pack=pack)
+    x = torch.randn(*rows, 24)
+    with torch.inference_mode():
+        got = split(x)
+    assert split.blocks == t  # the split path ran
+    torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+    assert got.shape == (*rows, 40)
+
+
+def test_packed_copy_follows_in_place_updates(threads):
+    threads(2)
+    layer = nn.Linear(8, 16, bias=False)
+    split = SplitLinear(layer, pack=True)
+    x = torch.randn(1, 8)
+    with torch.inference_mode():
+        split(x)
+    with torch.no_grad():
+        layer.weight.mul_(-2.0)  # an optimizer step, load_state_dict: in place
+    with torch.inference_mode():
+        got = split(x)
+    torch.testing.assert_close(got, F.linear(x, layer.weight), atol=1e-5, rtol=1e-5)
+
+
+def test_outputs_split_into_the_most_even_blocks_up_to_the_thread_count(threads):
+    threads(3)
+    layer = SplitLinear(nn.Linear(8, 16), pack=True)  # 16 outputs do not split into 3: 2 of 8
+    x = torch.randn(2, 8)
+    with torch.inference_mode():
+        got = layer(x)
+    assert layer.weight_blocks.shape == (2, 8, 8) and layer.weight_blocks.is_contiguous()
+    torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+    prime = SplitLinear(nn.Linear(8, 17))  # no even split at all: the plain product
+    with torch.inference_mode():
+        got = prime(x)
+    assert prime.blocks == 0
+    torch.testing.assert_close(got, F.linear(x, prime.weight, prime.bias))
+
+
+def test_many_rows_and_training_use_the_plain_product(threads):
+    threads(2)
+    wide = SplitLinear(nn.Linear(8, 16))
+    with torch.inference_mode():
+        wide(torch.randn(1000, 8))  # many rows: one product already uses every core
+    assert wide.blocks == 0
+    x = torch.randn(2, 8, requires_grad=True)
+    wide(x).sum().backward()  # training: the plain product, gradients flow
+    assert wide.weight.grad is not None and x.grad is not None
+    assert wide.blocks == 0
+
+
+def test_quantized_layers_are_left_as_they_are(threads):
+    threads(2)
+    model = split_linears(quantize_int8(nn.Sequential(nn.Linear(8, 16))))
+    assert type(model[0]) is not SplitLinear
+    x = torch.randn(1, 8)
+    with torch.inference_mode():
+        torch.testing.assert_close(model(x), model[0](x))
+
+
+def test_inference_copy_shares_the_weights_and_leaves_the_model_alone(threads):
+    threads(2)
+    model = Transformer(ModelConfig.preset("tiny", vocab_size=40)).train()
+    fast = for_inference(model)
+    assert not fast.training and model.training
+    assert type(model.output_proj) is nn.Linear  # the model itself unchanged
+    assert type(fast.output_proj) is SplitLinear and fast.output_proj.pack
+    assert fast.output_proj.weight is model.output_proj.weight is model.tgt_embed.token.weight
+    assert all(type(m) is not nn.Linear for m in fast.modules())
+    src, tgt = torch.randint(4, 40, (1, 5)), torch.randint(4, 40, (1, 4))
+    with torch.inference_mode():
+        torch.testing.assert_close(fast(src, tgt), model.eval()(src, tgt), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("rows,vocab,k", [(1, 8000, 1), (128, 8000, 8), (5, 1000, 8),
+                                          (3, 1030, 3), (4, 50, 8)])
+def test_blocked_top_k_equals_torch_topk(rows, vocab, k):
+    torch.manual_seed(rows + vocab)
+    x = torch.randn(rows, vocab)
+    x[:, :2] = float("-inf")  # masked tokens
+    x[0, -1] = 100.0  # the best entry in the partial last block (vocab % 64 != 0)
+    values, indices = top_k(x, k)
+    expected_values, expected_indices = x.topk(k, dim=-1)
+    assert torch.equal(values, expected_values)
+    assert torch.equal(indices, expected_indices)  # no ties among random floats
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
+@pytest.mark.parametrize("keep,applied", [("0", "True"), ("1", "False")])
+def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
+    # how many page faults they save is machine-dependent: benchmarks/malloc_faults.py
+    script = "from aiayn.cpu import reuse_freed_memory as r; print(r(), r())"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "AIAYN_KEEP_MALLOC": keep}, check=True).stdout
+    assert out.split() == [applied, applied]
