@@ -21,5 +21,10 @@ test: install
 demo: install
 	bash scripts/demo.sh
 
+# the decoding benchmark against Hugging Face and CTranslate2 (about 15 minutes; docs/benchmarks.md)
+bench: install
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) benchmarks/decode_speed.py --isolate --repeats 3 --rounds 3
+
 clean:
 	rm -rf $(VENV) build src/*.egg-info

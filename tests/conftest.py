@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -68,3 +71,15 @@ def tiny_checkpoint(toy_data, tmp_path_factory):
     model = Transformer(ModelConfig.preset("tiny", vocab_size=100, max_len=64))
     root = tmp_path_factory.mktemp("ckpt")
     return ckpt.save_checkpoint(root, "step_0000001", model, model.cfg, toy_data / "spm.model")
+
+
+# a few seconds of training on the toy data: the tiny preset, dropout on (so resuming has RNG
+# state to restore), validation and checkpoints every 4 steps
+FAST = dict(preset="tiny", model={"dropout": 0.1}, max_tokens=150, warmup=10, valid_every=4,
+            log_every=1, valid_bleu_sentences=4)
+
+
+def losses(run_dir: Path) -> dict[int, float]:
+    """Training loss per logged step, from RUN/metrics.jsonl."""
+    records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in records if "loss" in r}

@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-
 from aiayn.cli import main
 from tests.conftest import toy_pairs, write_pairs
 

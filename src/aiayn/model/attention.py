@@ -30,8 +30,8 @@ def scaled_dot_product_attention(
 
     Without ``return_weights`` this is PyTorch's fused kernel; with it, the reference
     computation, which also returns the weights (for visualization). bf16/fp16 inputs on CPU
-    also take the reference computation: there PyTorch's fused kernel is about 3x slower
-    (forward + backward, measured on torch 2.13 for sentence-length sequences).
+    also take the reference computation, which is the faster of the two there
+    (docs/benchmarks.md).
 
     Args:
         query: (B, H, T, Dh); key, value: (B, H, S, Dh).

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Quality run: `small` for 30 minutes on bible-en-es (EN->ES), then dev BLEU with beam 4.
+# Quality run: `small` for 30 minutes on an English-Spanish corpus, then dev BLEU with beam 4.
+#
+#   bash benchmarks/quality.sh [CORPUS_DIR] [extra `aiayn train` flags]
+#
+# CORPUS_DIR holds train.en.gz, train.es.gz, dev.en.gz, dev.es.gz (default: the embedded demo
+# corpus, src/aiayn/data/demo; docs/quality.md used the bible-en-es corpus of the same layout).
 # Run by hand from the repository root; results are recorded in docs/quality.md.
 set -euo pipefail
-DATA=${DATA:-../shared/data/bible-en-es}
+DATA=${1:-src/aiayn/data/demo}
+[ $# -gt 0 ] && shift
 OUT=${OUT:-runs/quality}
 PY=${PY:-.venv/bin/python}
 MINUTES=${MINUTES:-30}
+for f in train.en.gz train.es.gz dev.en.gz dev.es.gz; do
+  [ -f "$DATA/$f" ] || { echo "quality.sh: $DATA/$f is missing; give a corpus directory" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 [ -d "$OUT/data" ] || $PY -m aiayn prepare --train-src "$DATA/train.en.gz" --train-tgt "$DATA/train.es.gz" \
     --valid-src "$DATA/dev.en.gz" --valid-tgt "$DATA/dev.es.gz" --vocab-size 8000 --out "$OUT/data"

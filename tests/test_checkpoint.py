@@ -1,0 +1,61 @@
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import torch
+from safetensors.torch import load_file
+
+from aiayn import Transformer
+from aiayn import checkpoint as ckpt
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+from aiayn.translate import DecodeOptions, load
+from tests.conftest import FAST
+
+
+def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy_data):
+    """SIGKILL a process that writes checkpoints in a loop, at several instants."""
+    script = textwrap.dedent(f"""
+        import sys, torch
+        from pathlib import Path
+        from aiayn import ModelConfig, Transformer
+        from aiayn import checkpoint as ckpt
+        model = Transformer(ModelConfig.preset("small", vocab_size=8000))
+        run = Path(sys.argv[1])
+        for step in range(1, 10_000):
+            with torch.no_grad():
+                model.output_proj.weight.fill_(step)
+            ckpt.save_checkpoint(run, f"step_{{step:07d}}", model, model.cfg,
+                                 Path("{toy_data / 'spm.model'}"), state={{"step": step}})
+            print(step, flush=True)
+    """)
+    for delay in (0.9, 1.3, 1.7):
+        run = tmp_path / f"run{delay}"
+        proc = subprocess.Popen([sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE,
+                                text=True)
+        proc.stdout.readline()  # the first checkpoint is complete
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        last = (run / "checkpoints" / "last").resolve()
+        model = Transformer(ckpt.load_config(last))
+        ckpt.load_weights(model, last)  # loads, whole
+        step = int(last.name.split("_")[1])
+        assert torch.all(model.output_proj.weight == step)
+        assert json.loads((last / ckpt.STATE_JSON).read_text())["step"] == step
+
+
+def test_averaging_k_checkpoints_equals_the_mean_of_their_tensors(toy_data, tmp_path):
+    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=12, keep_last=3),
+          progress=False, log=lambda *_: None)
+    steps = ckpt.list_step_checkpoints(tmp_path / "run")
+    assert [p.name for p in steps] == ["step_0000004", "step_0000008", "step_0000012"]
+    out = ckpt.average_checkpoints(steps, tmp_path / "avg")
+    tensors = [load_file(str(p / ckpt.WEIGHTS)) for p in steps]
+    averaged = load_file(str(out / ckpt.WEIGHTS))
+    for key in averaged:
+        torch.testing.assert_close(averaged[key], sum(t[key] for t in tensors) / 3)
+    assert load(out).translate(["alpha"], DecodeOptions(beam=1))  # a usable checkpoint
