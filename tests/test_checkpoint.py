@@ -5,11 +5,13 @@ import sys
 import textwrap
 import time
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
 from aiayn import Transformer
 from aiayn import checkpoint as ckpt
+from aiayn.errors import UserError
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from aiayn.translate import DecodeOptions, load
@@ -59,3 +61,18 @@ def test_averaging_k_checkpoints_equals_the_mean_of_their_tensors(toy_data, tmp_
     for key in averaged:
         torch.testing.assert_close(averaged[key], sum(t[key] for t in tensors) / 3)
     assert load(out).translate(["alpha"], DecodeOptions(beam=1))  # a usable checkpoint
+
+
+def test_a_run_resolves_to_its_best_last_or_a_given_step(toy_data, tmp_path):
+    run = tmp_path / "run"
+    summary = train(toy_data, run, TrainConfig(**FAST, max_epochs=1, keep_last=10),
+                    progress=False, log=lambda *_: None)
+    assert summary["stopped"] == "max_epochs"
+    steps = ckpt.list_step_checkpoints(run)
+    assert ckpt.resolve_checkpoint(run, "last") == steps[-1].resolve()
+    assert ckpt.resolve_checkpoint(run) == ckpt.resolve_checkpoint(run, "best")
+    first = int(steps[0].name.split("_")[1])  # the oldest kept step
+    assert ckpt.resolve_checkpoint(run, first) == steps[0].resolve()
+    assert ckpt.resolve_checkpoint(steps[0]) == steps[0]  # a checkpoint is itself
+    with pytest.raises(UserError, match="no checkpoint 'step_0009999'.*choose one of: best"):
+        ckpt.resolve_checkpoint(run, 9999)

@@ -133,3 +133,33 @@ def test_decoder_only_language_model_trains_and_generates(toy_data, tmp_path, ca
 def test_generate_refuses_a_translation_checkpoint(tiny_checkpoint, capsys):
     fails(capsys, ["generate", "--checkpoint", str(tiny_checkpoint), "hello"],
           "holds an encoder-decoder (translation) model")
+
+
+def test_renamed_flags_still_work_with_a_warning(tiny_checkpoint, tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("alpha beta\ngamma\n")
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", str(tiny_checkpoint), "-i", str(tmp_path / "in.txt"),
+                 "--beam", "2", "--max-tokens", "8"]) == 0
+    captured = capsys.readouterr()
+    assert "--max-tokens is now --batch-tokens" in captured.err
+    assert len(captured.out.splitlines()) == 2
+    assert main(["positions", "--d-model", "16", "--max-len", "10",
+                 "--out", str(tmp_path / "pe.png")]) == 0
+    assert "--max-len is now --length" in capsys.readouterr().err
+
+
+def test_nbest_beyond_the_beam_and_a_bad_beam_are_one_line_errors(tiny_checkpoint, capsys):
+    fails(capsys, ["translate", "--checkpoint", str(tiny_checkpoint), "--beam", "2",
+                   "--nbest", "3"], "--nbest (3) must be between 1 and --beam (2)")
+    fails(capsys, ["evaluate", "--checkpoint", str(tiny_checkpoint), "--src", "x", "--ref", "y",
+                   "--beam", "0"], "--beam (0) must be at least 1")
+
+
+def test_every_flag_says_what_it_does():
+    from aiayn.cli import build_parser
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if action.option_strings and action.help != "==SUPPRESS==":
+                assert action.help, f"{name} {action.option_strings} has no help"

@@ -257,8 +257,9 @@ def translate_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from .evaluate import evaluate
-    result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref),
-                      _decode_options(args), device=args.device, int8=args.int8)
+    options = _decode_options(args)  # flags are checked before any file is read
+    result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref), options,
+                      device=args.device, int8=args.int8)
     print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
 

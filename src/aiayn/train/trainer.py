@@ -140,25 +140,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     model = build_model(cfg.arch, model_cfg).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
                                  eps=cfg.adam_eps)
-    state = TrainState()
     if resume:
-        if not (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
-            raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
-                            "(checkpoints/last is missing); drop --resume to start afresh")
-        saved = ckpt.resolve_checkpoint(run_dir, "last")
-        _check_resumable(saved, model_cfg, cfg.arch, tokenizer_path)
-        ckpt.load_weights(model, saved)
-        tensors, saved_state = ckpt.load_train_state(saved)
-        ckpt.load_optimizer(optimizer, tensors, saved_state["optimizer"])
-        torch.set_rng_state(tensors["rng.cpu"])
-        if "rng.cuda" in tensors and torch.cuda.is_available():
-            torch.cuda.set_rng_state(tensors["rng.cuda"])
-        state = TrainState.from_json(saved_state)
-        log(f"resuming {saved.name} at step {state.step} (epoch {state.epoch}, "
-            f"batch {state.batch})")
+        state = _resume(run_dir, model, optimizer, model_cfg, cfg.arch, tokenizer_path, log)
     elif ckpt.list_step_checkpoints(run_dir):
         raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
                         "or choose another --out")
+    else:
+        state = TrainState()
     if rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
         cfg.save(run_dir / "train_config.json")
@@ -173,6 +161,25 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
                train_data, valid_data, references, tokenizer, tokenizer_path, state, metrics)
+
+
+def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
+            model_cfg: ModelConfig, arch: str, tokenizer_path: Path, log) -> TrainState:
+    """Restore weights, optimizer, RNG and training state from RUN/checkpoints/last."""
+    if not (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
+        raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
+                        "(checkpoints/last is missing); drop --resume to start afresh")
+    saved = ckpt.resolve_checkpoint(run_dir, "last")
+    _check_resumable(saved, model_cfg, arch, tokenizer_path)
+    ckpt.load_weights(model, saved)
+    tensors, saved_state = ckpt.load_train_state(saved)
+    ckpt.load_optimizer(optimizer, tensors, saved_state["optimizer"])
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    state = TrainState.from_json(saved_state)
+    log(f"resuming {saved.name} at step {state.step} (epoch {state.epoch}, batch {state.batch})")
+    return state
 
 
 def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume: bool = False,
