@@ -9,7 +9,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,9 +62,6 @@ class DecodeOptions:
             raise UserError(f"--batch-tokens ({self.batch_tokens}) must be at least 1")
         if self.max_len_a < 0 or self.max_len_b < 0:
             raise UserError("--max-len-a and --max-len-b must be >= 0")
-
-    def replace(self, **changes) -> "DecodeOptions":
-        return dataclasses.replace(self, **changes)
 
 
 class Translator:

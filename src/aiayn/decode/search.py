@@ -142,14 +142,14 @@ def _expand(lprobs: Tensor, scores: Tensor, beam: int) -> _Candidates:
     return _Candidates(best, index // c, row_tokens.view(n, w * c).gather(1, index))
 
 
-def _finish(cand: _Candidates, is_eos: Tensor, beam: int, history: Tensor, sentences: Tensor,
-            finished: list[list[Hypothesis]], penalty: float) -> None:
+def _finish(cand: _Candidates, is_eos: Tensor, beam: int, w: int, history: Tensor,
+            sentences: Tensor, finished: list[list[Hypothesis]], penalty: float) -> None:
     """Rule 1: an EOS ranked among the first ``beam`` candidates ends a hypothesis, its score
-    divided by the length penalty; a sentence keeps at most ``beam`` finished ones."""
+    divided by the length penalty; a sentence keeps at most ``beam`` finished ones. ``history``
+    holds the tokens of the w rows (beams so far) of every sentence."""
     ends = is_eos[:, :beam] & torch.isfinite(cand.scores[:, :beam])
     if not ends.any():
         return
-    w = history.size(0) // len(sentences)
     for group, j in ends.nonzero().tolist():
         sentence = int(sentences[group])
         if len(finished[sentence]) < beam:
@@ -211,7 +211,7 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
         lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
         cand = _expand(lprobs, scores, beam)
         is_eos = cand.token == cfg.eos_id
-        _finish(cand, is_eos, beam, history, sentences, finished,
+        _finish(cand, is_eos, beam, scores.size(1), history, sentences, finished,
                 length_penalty(step + 1, lenpen, lenpen_form))
         cand = _select(cand, is_eos, beam)  # (N, beam)
         at_limit = step + 1 >= max_lens.view(len(sentences), -1)[:, 0]

@@ -51,11 +51,6 @@ def _output_projection(cfg: ModelConfig, embedding: nn.Embedding) -> nn.Linear:
     return proj
 
 
-def _new_cache(cfg: ModelConfig, rows: int, max_len: int, like: Tensor) -> DecoderCache:
-    return DecoderCache.allocate(cfg.n_decoder_layers, rows, cfg.n_heads, max_len,
-                                 cfg.head_dim, like)
-
-
 class Transformer(nn.Module):
     """The encoder-decoder Transformer (§3, Figure 1).
 
@@ -115,7 +110,8 @@ class Transformer(nn.Module):
         every layer's cross-attention keys and values projected from ``memory`` (B, S, D) once
         per sentence and shared by its rows."""
         b = memory.size(0)
-        cache = _new_cache(self.cfg, b * beam, max_len, memory)
+        cache = DecoderCache.allocate(self.cfg.n_decoder_layers, b * beam, self.cfg.n_heads,
+                                      max_len, self.cfg.head_dim, memory)
         cache.src_rows = torch.arange(b, device=memory.device).repeat_interleave(beam)
         cache.src_mask, cache.group = src_mask, beam
         for layer, layer_cache in zip(self.decoder.layers, cache.layers):
@@ -155,7 +151,8 @@ class LanguageModel(nn.Module):
         return (logits, AttentionWeights(decoder=self_w)) if return_weights else logits
 
     def init_cache(self, batch_size: int, max_len: int) -> DecoderCache:
-        return _new_cache(self.cfg, batch_size, max_len, self.output_proj.weight)
+        return DecoderCache.allocate(self.cfg.n_decoder_layers, batch_size, self.cfg.n_heads,
+                                     max_len, self.cfg.head_dim, self.output_proj.weight)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (B, t), the next t positions -> logits (B, t, V); the cache advances by t."""
