@@ -58,6 +58,8 @@ def train_rate(checkout: Path, data: Path, size: str, precision: str, max_tokens
 
 def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
     """Time ``train_step`` of the aiayn on the path; print target tokens per second."""
+    import inspect
+
     import torch
 
     import aiayn
@@ -77,7 +79,9 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
     batches = token_batches(corpus.sizes, max_tokens, seed=1, epoch=0)[:warm + timed]
     tokens, seconds = 0, 0.0
     for i, indices in enumerate(batches):
-        batch = corpus.collate(indices)
+        # the special ids come from the model since collate takes its config
+        new_collate = "cfg" in inspect.signature(corpus.collate).parameters
+        batch = corpus.collate(indices, model.cfg) if new_collate else corpus.collate(indices)
         start = time.perf_counter()
         _, _, n = train_step(model, optimizer, scaler, [batch], lr=1e-4, cfg=cfg, pad_id=0,
                              device=torch.device("cpu"))

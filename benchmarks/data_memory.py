@@ -41,7 +41,10 @@ def write_corpus(directory: Path, pairs: int) -> None:
 
 MEASURE = r"""
 import sys, json
+from aiayn.config import ModelConfig
 from aiayn.data.corpus import ParallelCorpus, token_batches
+
+cfg = ModelConfig()
 
 def rss():
     fields = dict(line.split(":", 1) for line in open("/proc/self/status"))
@@ -54,7 +57,7 @@ batches = token_batches(corpus.sizes, 4000, seed=1, epoch=0)
 samples["planned"] = rss()
 peak_anon = 0.0
 for i, b in enumerate(batches):
-    corpus.collate(b)
+    corpus.collate(b, cfg)
     if i % 2000 == 0:
         peak_anon = max(peak_anon, rss()["RssAnon"])
     if i == len(batches) // 2:

@@ -103,7 +103,7 @@ def bench(corpus, size, precision, steps, max_tokens, systems):
             for k, m in models.items()}
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     batches = token_batches(corpus.sizes, max_tokens, seed=1, epoch=0)[: steps + 3]
-    batches = [corpus.collate(b) for b in batches]
+    batches = [corpus.collate(b, cfg) for b in batches]
     times = {k: [] for k in models}
     tokens = sum(b.target_tokens for b in batches[3:])
     for i, batch in enumerate(batches):

@@ -67,10 +67,12 @@ def tiny_checkpoint(toy_data, tmp_path_factory):
     """An untrained tiny model saved as a checkpoint with the toy tokenizer."""
     from aiayn import Transformer
     from aiayn import checkpoint as ckpt
+    from aiayn.data.tokenizer import Tokenizer
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset("tiny", vocab_size=100, max_len=64))
     root = tmp_path_factory.mktemp("ckpt")
-    return ckpt.save_checkpoint(root, "step_0000001", model, model.cfg, toy_data / "spm.model")
+    return ckpt.save_checkpoint(root, "step_0000001", model, model.cfg,
+                                Tokenizer.load(toy_data / "spm.model"))
 
 
 # a few seconds of training on the toy data: the tiny preset, dropout on (so resuming has RNG

@@ -25,13 +25,15 @@ def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy
         from pathlib import Path
         from aiayn import ModelConfig, Transformer
         from aiayn import checkpoint as ckpt
+        from aiayn.data.tokenizer import Tokenizer
         model = Transformer(ModelConfig.preset("small", vocab_size=8000))
+        tokenizer = Tokenizer.load("{toy_data / 'spm.model'}")
         run = Path(sys.argv[1])
         for step in range(1, 10_000):
             with torch.no_grad():
                 model.output_proj.weight.fill_(step)
             ckpt.save_checkpoint(run, f"step_{{step:07d}}", model, model.cfg,
-                                 Path("{toy_data / 'spm.model'}"), state={{"step": step}})
+                                 tokenizer, state={{"step": step}})
             print(step, flush=True)
     """)
     for delay in (0.9, 1.3, 1.7):

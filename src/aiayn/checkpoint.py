@@ -4,7 +4,9 @@ A checkpoint directory holds everything needed to translate or to resume:
 
 - ``model.safetensors``       the weights (tied tensors stored once)
 - ``config.json``             the resolved ModelConfig
-- ``tokenizer.model``         the SentencePiece vocabulary
+- ``tokenizer.model``         the SentencePiece vocabulary (or, for a model in OPUS-MT's form,
+                              ``source.spm``, ``target.spm``, ``vocab.json``
+                              [``target_vocab.json``]: ``aiayn.data.tokenizer``)
 - ``train_state.safetensors`` optimizer moments and RNG states (tensors only)
 - ``train_state.json``        step, data position, schedule, optimizer hyper-parameters, metrics
 
@@ -28,11 +30,12 @@ from safetensors.torch import load_model as load_safetensors_model
 from torch import nn
 
 from .config import ConfigError, ModelConfig
-from .data.tokenizer import Tokenizer
+from .data.tokenizer import AnyTokenizer
+from .data.tokenizer import load_tokenizer as find_tokenizer
 from .errors import UserError
 from .model import ARCHS, arch_of, build_model
 
-WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.model"
+WEIGHTS, CONFIG = "model.safetensors", "config.json"
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
 
 
@@ -84,7 +87,7 @@ def load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Te
 
 
 def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig,
-                    tokenizer_path: Path, *, extra_tensors: dict[str, torch.Tensor] | None = None,
+                    tokenizer: AnyTokenizer, *, extra_tensors: dict[str, torch.Tensor] | None = None,
                     state: dict[str, Any] | None = None) -> Path:
     """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it.
 
@@ -97,7 +100,7 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
     tmp.mkdir()
     save_model(model, str(tmp / WEIGHTS))
     (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **cfg.to_dict()}, indent=2))
-    shutil.copyfile(tokenizer_path, tmp / TOKENIZER)
+    tokenizer.save(tmp)
     if state is not None:
         save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
         (tmp / STATE_JSON).write_text(json.dumps(state, indent=1) + "\n")
@@ -181,13 +184,15 @@ def load_model(ckpt: Path) -> nn.Module:
     return model
 
 
-def load_tokenizer(ckpt: Path) -> Tokenizer:
-    """The checkpoint's SentencePiece model, checked against its config's vocabulary."""
-    tokenizer = Tokenizer.load(ckpt / TOKENIZER)
-    vocab_size = load_config(ckpt).vocab_size
-    if tokenizer.vocab_size > vocab_size:
-        raise UserError(f"{ckpt}: tokenizer has {tokenizer.vocab_size} pieces but the "
-                        f"model {vocab_size}; the checkpoint is inconsistent")
+def load_tokenizer(ckpt: Path) -> AnyTokenizer:
+    """The checkpoint's vocabulary (either form), checked against its config's sizes."""
+    tokenizer = find_tokenizer(ckpt)
+    cfg = load_config(ckpt)
+    for side, ours, model in (("source", tokenizer.vocab_size, cfg.vocab_size),
+                              ("target", tokenizer.target_vocab_size, cfg.target_vocab_size)):
+        if ours > model:
+            raise UserError(f"{ckpt}: the {side} vocabulary has {ours} pieces but the model "
+                            f"{model}; the checkpoint is inconsistent")
     return tokenizer
 
 
@@ -264,7 +269,7 @@ def average_checkpoints(paths: list[Path], out: Path) -> Path:
     tmp.mkdir(parents=True)
     save_file(averaged, str(tmp / WEIGHTS), metadata={"averaged": json.dumps([str(p) for p in paths])})
     shutil.copyfile(paths[0] / CONFIG, tmp / CONFIG)
-    shutil.copyfile(paths[0] / TOKENIZER, tmp / TOKENIZER)
+    find_tokenizer(paths[0]).save(tmp)
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)

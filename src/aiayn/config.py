@@ -26,7 +26,9 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 NORMS = ("post", "pre", "sandwich")
 POSITIONS = ("sinusoidal", "learned")
-ACTIVATIONS = ("relu", "gelu")
+SINUSOID_LAYOUTS = ("interleaved", "halves")
+ACTIVATIONS = ("relu", "gelu", "swish")
+DECODER_STARTS = ("bos", "pad")
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
@@ -58,16 +60,23 @@ class ModelConfig:
         dropout: residual dropout on every sub-layer output and on embedding sums (§5.4).
         attn_dropout: dropout on attention weights (not in the paper; tensor2tensor option).
         ffn_dropout: dropout after the FFN activation (not in the paper; fairseq's relu_dropout).
-        activation: "relu" (the paper, Eq. 2) or "gelu".
+        activation: "relu" (the paper, Eq. 2), "gelu" or "swish" (SiLU, x * sigmoid(x);
+            departure: OPUS-MT's).
         norm: "post" (the paper: LayerNorm(x + Sublayer(x))), "pre" (x + Sublayer(LayerNorm(x)),
             with a final LayerNorm on each stack) or "sandwich" (x + LN(Sublayer(LN(x)))).
         positions: "sinusoidal" (§3.5) or "learned" absolute position embeddings.
         pos_base: the base of the sinusoid wavelengths (10000 in §3.5).
+        sinusoid_layout: "interleaved" (§3.5: sine at even dimensions, cosine at odd ones) or
+            "halves" (departure, Marian's: all sines, then all cosines).
         max_len: the longest sequence the position table holds.
         share_embeddings: one embedding matrix for source and target (needs a shared vocabulary).
         tie_output: the target embedding is also the pre-softmax projection (§3.4).
+        scale_embeddings: multiply token embeddings by sqrt(d_model) (§3.4); departure when off.
+        output_bias: a bias on the output logits (departure: Marian's ``final_logits_bias``).
         layer_norm_eps: epsilon of every LayerNorm.
-        pad_id, unk_id, bos_id, eos_id: special token ids.
+        pad_id, unk_id, bos_id, eos_id: special token ids; ``bos_id`` may be null when the
+            decoder starts from the pad id.
+        decoder_start: the first decoder input, "bos" (aiayn) or "pad" (departure, Marian's).
     """
 
     vocab_size: int = 8000
@@ -84,14 +93,18 @@ class ModelConfig:
     norm: str = "post"
     positions: str = "sinusoidal"
     pos_base: float = 10000.0
+    sinusoid_layout: str = "interleaved"
     max_len: int = 1024
     share_embeddings: bool = True
     tie_output: bool = True
+    scale_embeddings: bool = True
+    output_bias: bool = False
     layer_norm_eps: float = 1e-5
     pad_id: int = PAD_ID
     unk_id: int = UNK_ID
-    bos_id: int = BOS_ID
+    bos_id: int | None = BOS_ID
     eos_id: int = EOS_ID
+    decoder_start: str = "bos"
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:
@@ -118,17 +131,27 @@ class ModelConfig:
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 fail(name, "must be in [0, 1)")
         for name, allowed in (("norm", NORMS), ("positions", POSITIONS),
-                              ("activation", ACTIVATIONS)):
+                              ("sinusoid_layout", SINUSOID_LAYOUTS),
+                              ("activation", ACTIVATIONS), ("decoder_start", DECODER_STARTS)):
             if getattr(self, name) not in allowed:
                 fail(name, f"must be one of {', '.join(allowed)}")
         if self.pos_base <= 1:
             fail("pos_base", "must be greater than 1")
         if self.layer_norm_eps <= 0:
             fail("layer_norm_eps", "must be positive")
+        if self.sinusoid_layout == "halves" and self.d_model % 2:
+            fail("sinusoid_layout", "'halves' needs an even d_model")
+        for name in ("share_embeddings", "tie_output", "scale_embeddings", "output_bias"):
+            if not isinstance(getattr(self, name), bool):
+                fail(name, "must be true or false")
         if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
             fail("share_embeddings", "needs one shared vocabulary: set tgt_vocab_size to null")
+        if self.bos_id is None and self.decoder_start == "bos":
+            fail("bos_id", "may be null only with decoder_start 'pad'")
         ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id,
                "eos_id": self.eos_id}
+        if self.bos_id is None:
+            del ids["bos_id"]
         smallest = min(self.vocab_size, self.target_vocab_size)
         for name, value in ids.items():
             if not isinstance(value, int) or not 0 <= value < smallest:
@@ -140,6 +163,20 @@ class ModelConfig:
     @property
     def target_vocab_size(self) -> int:
         return self.vocab_size if self.tgt_vocab_size is None else self.tgt_vocab_size
+
+    @property
+    def start_id(self) -> int:
+        """The first decoder input of every target: BOS, or the pad id (Marian)."""
+        return self.pad_id if self.decoder_start == "pad" else self.bos_id
+
+    def departures(self) -> list[str]:
+        """The options set away from the paper's model, as ``name=value`` (for summaries)."""
+        paper = {"activation": "relu", "norm": "post", "positions": "sinusoidal",
+                 "sinusoid_layout": "interleaved", "scale_embeddings": True,
+                 "output_bias": False, "decoder_start": "bos", "tie_output": True,
+                 "share_embeddings": True}
+        return [f"{name}={getattr(self, name)}" for name, value in paper.items()
+                if getattr(self, name) != value]
 
     @property
     def head_dim(self) -> int:

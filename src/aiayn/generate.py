@@ -34,7 +34,7 @@ class Generator:
     def generate(self, prompt: str, *, max_new_tokens: int = 50, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None) -> str:
         """The prompt's continuation as text (BOS + prompt pieces condition the model)."""
-        ids = [self.cfg.bos_id] + self.tokenizer.encode(prompt)
+        ids = [self.cfg.start_id] + self.tokenizer.encode(prompt)
         if len(ids) >= self.cfg.max_len:
             raise UserError(f"the prompt has {len(ids)} tokens; the model reads at most "
                             f"{self.cfg.max_len - 1}")

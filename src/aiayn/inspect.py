@@ -27,7 +27,8 @@ class AttentionMaps:
 
     Attributes:
         src_tokens: source subword pieces (with the final </s>).
-        tgt_tokens: decoder input pieces (<s> then the target pieces); row t of a decoder map is
+        tgt_tokens: decoder input pieces (the start piece, <s> or Marian's <pad>, then the target
+            pieces); row t of a decoder map is
             the query that predicts target piece t.
         encoder: per layer (H, S, S); decoder: per layer (H, T, T); cross: per layer (H, T, S).
     """
@@ -49,12 +50,12 @@ def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> 
     """Teacher-forced forward pass of src (ids + EOS) and target (ids) with the weights kept."""
     cfg = model.cfg
     src = torch.tensor([src_ids])
-    tgt_in = torch.tensor([[cfg.bos_id, *tgt_ids]])
+    tgt_in = torch.tensor([[cfg.start_id, *tgt_ids]])
     with torch.inference_mode():
         _, weights = model(src, tgt_in, return_weights=True)
     return AttentionMaps(
-        src_tokens=tokenizer.pieces(src_ids),
-        tgt_tokens=["<s>"] + tokenizer.pieces(tgt_ids),
+        src_tokens=tokenizer.pieces(src_ids, side="source"),
+        tgt_tokens=tokenizer.pieces([cfg.start_id]) + tokenizer.pieces(tgt_ids),
         encoder=[w[0].float() for w in weights.encoder],
         decoder=[w[0].float() for w in weights.decoder],
         cross=[w[0].float() for w in weights.cross],

@@ -20,7 +20,7 @@ import torch
 from . import checkpoint as ckpt
 from . import cpu
 from .data.corpus import token_batches
-from .data.tokenizer import Tokenizer
+from .data.tokenizer import AnyTokenizer
 from .decode.search import LENGTH_PENALTIES, Hypothesis, beam_search, greedy_search
 from .errors import UserError
 from .model import Transformer
@@ -71,7 +71,7 @@ class Translator:
     (``aiayn.cpu.for_inference``).
     """
 
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, *,
+    def __init__(self, model: Transformer, tokenizer: AnyTokenizer, *,
                  warn: Callable[[str], None] | None = None) -> None:
         self.model, self.tokenizer = model.eval(), tokenizer
         self.cfg = model.cfg
@@ -168,7 +168,7 @@ class Translator:
         if target is None:
             tgt_ids = self.translate_ids([src_ids])[0][0].tokens
         else:
-            tgt_ids = self.tokenizer.encode(target)[: self.cfg.max_len - 1]
+            tgt_ids = self.tokenizer.encode_target(target)[: self.cfg.max_len - 1]
         return attention_maps(self.model, self.tokenizer, src_ids, tgt_ids)
 
     def align(self, source: str, translation: str) -> str:

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from aiayn.config import ModelConfig
 from aiayn.data.corpus import ParallelCorpus, token_batches
 from aiayn.errors import UserError
 
@@ -39,10 +40,23 @@ def test_a_sentence_longer_than_max_tokens_is_a_clear_error():
 
 def test_collate_adds_bos_and_eos_and_pads(toy_data):
     corpus = ParallelCorpus(toy_data, "train")
-    batch = corpus.collate(np.array([0, 1]))
+    batch = corpus.collate(np.array([0, 1]), ModelConfig.preset("tiny", vocab_size=100))
     for row in range(2):
         src, tgt = corpus.ids("src", row).tolist(), corpus.ids("tgt", row).tolist()
         assert batch.src[row, :len(src) + 1].tolist() == src + [3]
         assert batch.tgt_in[row, :len(tgt) + 1].tolist() == [2] + tgt
         assert batch.tgt_out[row, :len(tgt) + 1].tolist() == tgt + [3]
         assert (batch.tgt_out[row, len(tgt) + 1:] == 0).all()
+
+
+def test_collate_uses_the_model_s_special_ids(toy_data):
+    """A Marian model: EOS 0, pad 99, and the decoder starts from the pad id."""
+    cfg = ModelConfig.preset("tiny", vocab_size=100, eos_id=0, unk_id=1, pad_id=99, bos_id=None,
+                             decoder_start="pad")
+    corpus = ParallelCorpus(toy_data, "train")
+    batch = corpus.collate(np.array([0, 1]), cfg)
+    src, tgt = corpus.ids("src", 0).tolist(), corpus.ids("tgt", 0).tolist()
+    assert batch.src[0, :len(src) + 1].tolist() == src + [0]
+    assert batch.tgt_in[0, :len(tgt) + 1].tolist() == [99] + tgt
+    assert batch.tgt_out[0, :len(tgt) + 1].tolist() == tgt + [0]
+    assert batch.target_tokens == sum(len(corpus.ids("tgt", i)) + 1 for i in (0, 1))

@@ -38,7 +38,7 @@ def test_run_directory_holds_self_sufficient_checkpoints(toy_data, tmp_path):
     names = sorted(p.name for p in root.iterdir())
     assert "last" in names and "best" in names
     assert (root / "last").resolve().name == "step_0000008"
-    for f in (ckpt.WEIGHTS, ckpt.CONFIG, ckpt.TOKENIZER, ckpt.STATE_JSON, ckpt.STATE_TENSORS):
+    for f in (ckpt.WEIGHTS, ckpt.CONFIG, "tokenizer.model", ckpt.STATE_JSON, ckpt.STATE_TENSORS):
         assert (root / "last" / f).is_file()
     records = [json.loads(x) for x in (tmp_path / "run/metrics.jsonl").read_text().splitlines()]
     assert {"step", "loss", "lr", "tokens_per_s"} <= set(records[0])

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..config import BOS_ID, EOS_ID, PAD_ID
+from ..config import ModelConfig
 from ..errors import UserError
 
 # The files of a prepared data directory (written by ``aiayn prepare``), named once here
@@ -78,24 +78,25 @@ class ParallelCorpus:
         ids, offsets = self.sides[side]
         return ids[offsets[index]:offsets[index + 1]]
 
-    def collate(self, indices: np.ndarray) -> "Batch":
-        """Pad a batch: src = ids + EOS; tgt_in = BOS + ids; tgt_out = ids + EOS."""
+    def collate(self, indices: np.ndarray, cfg: ModelConfig) -> "Batch":
+        """Pad a batch with the model's special ids: src = ids + EOS; tgt_in = start (BOS, or
+        pad for Marian) + ids; tgt_out = ids + EOS."""
         srcs = [self.ids("src", i) for i in indices]
         tgts = [self.ids("tgt", i) for i in indices]
-        b = len(indices)
-        src = torch.full((b, max(len(s) for s in srcs) + 1), PAD_ID, dtype=torch.long)
+        b, pad = len(indices), cfg.pad_id
+        src = torch.full((b, max(len(s) for s in srcs) + 1), pad, dtype=torch.long)
         t = max(len(x) for x in tgts) + 1
-        tgt_in = torch.full((b, t), PAD_ID, dtype=torch.long)
-        tgt_out = torch.full((b, t), PAD_ID, dtype=torch.long)
+        tgt_in = torch.full((b, t), pad, dtype=torch.long)
+        tgt_out = torch.full((b, t), pad, dtype=torch.long)
         for row, (s, x) in enumerate(zip(srcs, tgts)):
             src[row, :len(s)] = torch.from_numpy(s.astype(np.int64))
-            src[row, len(s)] = EOS_ID
+            src[row, len(s)] = cfg.eos_id
             x = torch.from_numpy(x.astype(np.int64))
-            tgt_in[row, 0] = BOS_ID
+            tgt_in[row, 0] = cfg.start_id
             tgt_in[row, 1:len(x) + 1] = x
             tgt_out[row, :len(x)] = x
-            tgt_out[row, len(x)] = EOS_ID
-        return Batch(src, tgt_in, tgt_out)
+            tgt_out[row, len(x)] = cfg.eos_id
+        return Batch(src, tgt_in, tgt_out, pad)
 
 
 @dataclass
@@ -103,13 +104,15 @@ class Batch:
     src: Tensor  # (B, S)
     tgt_in: Tensor  # (B, T)
     tgt_out: Tensor  # (B, T)
+    pad_id: int
 
     @property
     def target_tokens(self) -> int:
-        return int((self.tgt_out != PAD_ID).sum())
+        return int((self.tgt_out != self.pad_id).sum())
 
     def to(self, device: torch.device | str) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
+                     self.pad_id)
 
 
 def token_batches(sizes: np.ndarray, max_tokens: int, *, seed: int, epoch: int,

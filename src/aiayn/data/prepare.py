@@ -153,7 +153,7 @@ def encode_split(tokenizer: Tokenizer, source: TextPair, out: Path, split: str,
 
     def flush(batch: list[tuple[str, str]]) -> None:
         src_ids = tokenizer.encode_batch([s for s, _ in batch])
-        tgt_ids = tokenizer.encode_batch([t for _, t in batch])
+        tgt_ids = tokenizer.encode_batch([t for _, t in batch], side="target")
         for (s_text, t_text), s, t in zip(batch, src_ids, tgt_ids):
             # +1: each side carries one special token (EOS on the source, BOS/EOS on the target)
             if len(s) + 1 > max_len or len(t) + 1 > max_len:

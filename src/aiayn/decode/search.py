@@ -74,7 +74,8 @@ def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: 
     cfg = model.cfg
     lprobs = model.decode_step(tokens, cache)[:, -1].float().log_softmax(-1)  # (rows, V)
     lprobs[:, cfg.pad_id] = float("-inf")
-    lprobs[:, cfg.bos_id] = float("-inf")
+    if cfg.bos_id is not None:
+        lprobs[:, cfg.bos_id] = float("-inf")
     if step < min_len:
         lprobs[:, cfg.eos_id] = float("-inf")
     at_limit = step + 1 >= max_lens  # (rows,)
@@ -96,7 +97,7 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
     cache = model.init_cache(memory, src_mask, int(max_lens.max()))
     rows = torch.arange(n)  # which sentence each remaining row is
-    tokens = torch.full((n, 1), cfg.bos_id, dtype=torch.long, device=src.device)
+    tokens = torch.full((n, 1), cfg.start_id, dtype=torch.long, device=src.device)
     out: list[list[int]] = [[] for _ in range(n)]
     scores = [0.0] * n
     step = 0
@@ -204,7 +205,7 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
     scores[:, 0] = 0.0
     max_lens = max_lens.repeat_interleave(first)  # (N * beams,)
     history = torch.zeros((n * first, 0), dtype=torch.long, device=device)  # tokens so far
-    tokens = torch.full((n * first, 1), cfg.bos_id, dtype=torch.long, device=device)
+    tokens = torch.full((n * first, 1), cfg.start_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
     step = 0
     while len(sentences):

@@ -13,10 +13,13 @@ from torch import Tensor, nn
 from .dropout import Dropout
 
 
-def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
+def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0, *,
+                     layout: str = "interleaved") -> Tensor:
     """PE(pos, 2i) = sin(pos / base^(2i/D)), PE(pos, 2i+1) = cos(pos / base^(2i/D))  (§3.5).
 
-    Returns a (max_len, D) float32 table. An odd D drops the last cosine column.
+    Returns a (max_len, D) float32 table. An odd D drops the last cosine column. ``layout``
+    "halves" (Marian's) puts the same values as all sines, then all cosines: column i holds
+    interleaved column 2i, column D/2 + i interleaved column 2i + 1.
     """
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(D/2),)
@@ -24,6 +27,10 @@ def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> Tenso
     table = torch.zeros(max_len, d_model, dtype=torch.float64)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    if layout == "halves":
+        table = torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
+    elif layout != "interleaved":
+        raise ValueError(f"layout ({layout!r}) must be one of interleaved, halves")
     return table.float()
 
 
@@ -35,16 +42,19 @@ class PositionalEncoding(nn.Module):
         max_len: the longest sequence supported.
         kind: "sinusoidal" (fixed, §3.5) or "learned" (one trained vector per position).
         base: sinusoid base (10000 in the paper).
+        layout: sinusoid column order, "interleaved" (§3.5) or "halves" (Marian's).
         dropout: dropout on the sum of embeddings and positions.
     """
 
     def __init__(self, d_model: int, max_len: int, *, kind: str = "sinusoidal",
-                 base: float = 10000.0, dropout: float = 0.0) -> None:
+                 base: float = 10000.0, layout: str = "interleaved",
+                 dropout: float = 0.0) -> None:
         super().__init__()
         self.kind, self.max_len = kind, max_len
         if kind == "sinusoidal":
             # not persistent: a deterministic function of the config, not a weight
-            self.register_buffer("table", sinusoidal_table(max_len, d_model, base), persistent=False)
+            self.register_buffer("table", sinusoidal_table(max_len, d_model, base, layout=layout),
+                                 persistent=False)
         elif kind == "learned":
             self.table = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, d_model ** -0.5))
         else:
@@ -65,13 +75,15 @@ class Embeddings(nn.Module):
     """Token embedding scaled by sqrt(d_model), plus positional encoding (§3.4, §3.5).
 
     ``token`` may be shared between modules (source/target sharing and the tied output
-    projection, §3.4); this module only reads it.
+    projection, §3.4); this module only reads it. ``scale=False`` leaves the embedding unscaled
+    (a departure some Marian models make).
     """
 
-    def __init__(self, token: nn.Embedding, positions: PositionalEncoding) -> None:
+    def __init__(self, token: nn.Embedding, positions: PositionalEncoding, *,
+                 scale: bool = True) -> None:
         super().__init__()
         self.token, self.positions = token, positions
-        self.scale = math.sqrt(token.embedding_dim)
+        self.scale = math.sqrt(token.embedding_dim) if scale else 1.0
 
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:
         """(B, T) int64 -> (B, T, D)."""

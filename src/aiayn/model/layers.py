@@ -14,20 +14,26 @@ from .cache import DecoderCache
 from .dropout import dropout
 
 
+ACTIVATION_FNS = {"gelu": F.gelu, "swish": F.silu}
+
+
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied at every position alike (§3.3, Eq. 2)."""
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied at every position alike (§3.3, Eq. 2).
+
+    ``activation`` replaces max(0, .): "relu" (the paper), "gelu" or "swish" (SiLU).
+    """
 
     def __init__(self, d_model: int, d_ff: int, *, activation: str = "relu",
                  dropout: float = 0.0) -> None:
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1
         self.linear2 = nn.Linear(d_ff, d_model)  # W_2
-        self.relu = activation == "relu"
+        self.activation = None if activation == "relu" else ACTIVATION_FNS[activation]
         self.dropout = dropout
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.linear1(x)  # (..., d_ff), a fresh tensor: ReLU may overwrite it
-        h = h.relu_() if self.relu else F.gelu(h)
+        h = h.relu_() if self.activation is None else self.activation(h)
         return self.linear2(dropout(h, self.dropout, self.training))
 
 

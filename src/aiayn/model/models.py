@@ -29,7 +29,11 @@ class AttentionWeights:
 
 def _positions(cfg: ModelConfig) -> PositionalEncoding:
     return PositionalEncoding(cfg.d_model, cfg.max_len, kind=cfg.positions, base=cfg.pos_base,
-                              dropout=cfg.dropout)
+                              layout=cfg.sinusoid_layout, dropout=cfg.dropout)
+
+
+def _embeddings(cfg: ModelConfig, token: nn.Embedding) -> Embeddings:
+    return Embeddings(token, _positions(cfg), scale=cfg.scale_embeddings)
 
 
 def _init_linear_weights(model: nn.Module) -> None:
@@ -42,8 +46,11 @@ def _init_linear_weights(model: nn.Module) -> None:
 
 
 def _output_projection(cfg: ModelConfig, embedding: nn.Embedding) -> nn.Linear:
-    """The pre-softmax linear transformation, sharing the target embedding when tied (§3.4)."""
-    proj = nn.Linear(cfg.d_model, embedding.num_embeddings, bias=False)
+    """The pre-softmax linear transformation, sharing the target embedding when tied (§3.4);
+    with ``output_bias`` it adds a bias to the logits (Marian's ``final_logits_bias``)."""
+    proj = nn.Linear(cfg.d_model, embedding.num_embeddings, bias=cfg.output_bias)
+    if proj.bias is not None:
+        nn.init.zeros_(proj.bias)
     if cfg.tie_output:
         proj.weight = embedding.weight
     else:
@@ -66,8 +73,8 @@ class Transformer(nn.Module):
         src_token = token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id)
         tgt_token = (src_token if cfg.share_embeddings
                      else token_embedding(cfg.target_vocab_size, cfg.d_model, cfg.pad_id))
-        self.src_embed = Embeddings(src_token, _positions(cfg))
-        self.tgt_embed = Embeddings(tgt_token, _positions(cfg))
+        self.src_embed = _embeddings(cfg, src_token)
+        self.tgt_embed = _embeddings(cfg, tgt_token)
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.output_proj = _output_projection(cfg, tgt_token)
@@ -131,7 +138,7 @@ class LanguageModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         token = token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id)
-        self.embed = Embeddings(token, _positions(cfg))
+        self.embed = _embeddings(cfg, token)
         self.decoder = Decoder(cfg, cross_attention=False)
         self.output_proj = _output_projection(cfg, token)
         _init_linear_weights(self.decoder)
@@ -182,8 +189,7 @@ class EncoderModel(nn.Module):
         if num_classes is not None and num_classes < 1:
             raise ValueError(f"num_classes ({num_classes}) must be a positive integer or None")
         self.cfg = cfg
-        self.embed = Embeddings(token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id),
-                                _positions(cfg))
+        self.embed = _embeddings(cfg, token_embedding(cfg.vocab_size, cfg.d_model, cfg.pad_id))
         self.encoder = Encoder(cfg)
         self.classifier = nn.Linear(cfg.d_model, num_classes) if num_classes else None
         _init_linear_weights(self)

@@ -44,6 +44,10 @@ class TrainConfig:
                           choices=tuple(PRESETS))
     model: dict[str, Any] = setting(dict, "ModelConfig overrides (vocabulary size and special "
                                     "ids come from the data)", flag=False)
+    init: str = setting("", "start from this checkpoint's weights and model (an imported model "
+                        "or aiayn's own) with a fresh optimizer and schedule; the data must be "
+                        "prepared with its vocabulary (`aiayn prepare --tokenizer CKPT`)",
+                        unit="CKPT")
     max_tokens: int = setting(4096, "padded tokens per batch, per side (the paper: ~25,000 "
                               "per step)", unit="TOKENS")
     grad_accum: int = setting(1, "batches accumulated into one optimizer step", unit="BATCHES")
@@ -102,9 +106,11 @@ class TrainConfig:
         if len(self.adam_betas) != 2 or not all(0 <= b < 1 for b in self.adam_betas):
             fail("adam_betas", "must be two numbers in [0, 1)")
         object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
-        ModelConfig.preset(self.preset, **self.model)  # validates preset and overrides early
+        if not self.init:
+            ModelConfig.preset(self.preset, **self.model)  # validates preset and overrides early
 
     def model_config(self, vocab_size: int) -> ModelConfig:
+        """The model to train: the preset with the overrides and the data's vocabulary size."""
         return ModelConfig.preset(self.preset, **{**self.model, "vocab_size": vocab_size})
 
     @classmethod

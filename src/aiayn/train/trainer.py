@@ -24,9 +24,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .. import checkpoint as ckpt
 from .. import cpu
-from ..config import ModelConfig
-from ..data.corpus import TOKENIZER, Batch, ParallelCorpus, read_stats, text_file, token_batches
-from ..data.tokenizer import Tokenizer
+from ..config import ConfigError, ModelConfig
+from ..data.corpus import Batch, ParallelCorpus, read_stats, text_file, token_batches
+from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
 from ..model import LanguageModel, build_model
@@ -80,8 +80,7 @@ class Run:
     train_data: ParallelCorpus
     valid_data: ParallelCorpus | None
     references: list[str]
-    tokenizer: Tokenizer
-    tokenizer_path: Path
+    tokenizer: AnyTokenizer
     state: TrainState
     metrics: MetricsLog
 
@@ -123,13 +122,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
 
     # 1) data and vocabulary
     stats = read_stats(data_dir)
-    tokenizer_path = data_dir / TOKENIZER
-    tokenizer = Tokenizer.load(tokenizer_path)
+    tokenizer = load_tokenizer(data_dir)
     train_data = ParallelCorpus(data_dir, "train")
     valid_data = ParallelCorpus(data_dir, "valid") if "valid" in stats["splits"] else None
     references = ((data_dir / text_file("valid", "tgt")).read_text(encoding="utf-8").splitlines()
                   if valid_data is not None else [])
-    model_cfg = cfg.model_config(tokenizer.vocab_size)
+    model_cfg = (_init_config(cfg, tokenizer) if cfg.init
+                 else cfg.model_config(tokenizer.vocab_size))
     if int(train_data.sizes.max()) > model_cfg.max_len:
         raise UserError(f"the longest training sentence ({int(train_data.sizes.max())} tokens) "
                         f"exceeds the model's max_len ({model_cfg.max_len}); prepare with a lower "
@@ -138,10 +137,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     # 2) model and optimizer; resume restores both, the RNG and the data position
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.arch, model_cfg).to(device)
+    if cfg.init and not resume:
+        ckpt.load_weights(model, ckpt.resolve_checkpoint(cfg.init))
+        log(f"starting from the weights of {cfg.init}")
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
                                  eps=cfg.adam_eps)
     if resume:
-        state = _resume(run_dir, model, optimizer, model_cfg, cfg.arch, tokenizer_path, log)
+        state = _resume(run_dir, model, optimizer, model_cfg, cfg.arch, tokenizer, log)
     elif ckpt.list_step_checkpoints(run_dir):
         raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
                         "or choose another --out")
@@ -160,17 +162,33 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
-               train_data, valid_data, references, tokenizer, tokenizer_path, state, metrics)
+               train_data, valid_data, references, tokenizer, state, metrics)
+
+
+def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
+    """The model of the checkpoint training starts from (``--init``), with the ``model``
+    overrides (dropout, say) applied; its vocabulary must be the data's."""
+    source = ckpt.resolve_checkpoint(cfg.init)
+    if ckpt.load_arch(source) != cfg.arch:
+        raise UserError(f"--init {cfg.init}: it holds a {ckpt.load_arch(source)} model, not "
+                        f"{cfg.arch}; pass the matching --arch")
+    if ckpt.load_tokenizer(source).fingerprint() != tokenizer.fingerprint():
+        raise UserError(f"--init {cfg.init}: the data was prepared with another vocabulary; "
+                        f"prepare it with `aiayn prepare --tokenizer {cfg.init}`")
+    try:
+        return ckpt.load_config(source).replace(**cfg.model)
+    except ConfigError as err:
+        raise UserError(f"--model: {err}") from None
 
 
 def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
-            model_cfg: ModelConfig, arch: str, tokenizer_path: Path, log) -> TrainState:
+            model_cfg: ModelConfig, arch: str, tokenizer: AnyTokenizer, log) -> TrainState:
     """Restore weights, optimizer, RNG and training state from RUN/checkpoints/last."""
     if not (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
         raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
                         "(checkpoints/last is missing); drop --resume to start afresh")
     saved = ckpt.resolve_checkpoint(run_dir, "last")
-    _check_resumable(saved, model_cfg, arch, tokenizer_path)
+    _check_resumable(saved, model_cfg, arch, tokenizer)
     ckpt.load_weights(model, saved)
     tensors, saved_state = ckpt.load_train_state(saved)
     ckpt.load_optimizer(optimizer, tensors, saved_state["optimizer"])
@@ -245,7 +263,7 @@ def _micro_batches(run: Run) -> Iterator[list[Batch]]:
         usable = len(batches) - len(batches) % run.world  # every rank gets as many
         batches = batches[run.rank:usable:run.world]
         while state.batch + cfg.grad_accum <= len(batches):
-            yield [run.train_data.collate(batches[state.batch + i]).to(run.device)
+            yield [run.train_data.collate(batches[state.batch + i], run.model_cfg).to(run.device)
                    for i in range(cfg.grad_accum)]
         state.epoch, state.batch = state.epoch + 1, 0
 
@@ -294,7 +312,7 @@ def save(run: Run) -> None:
     if torch.cuda.is_available():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     name = ckpt.step_name(state.step)
-    ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer_path,
+    ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer,
                          extra_tensors=tensors,
                          state={**state.to_json(), "optimizer": optimizer_meta,
                                 "train_config": run.cfg.to_dict()})
@@ -310,7 +328,7 @@ def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
     loss_sum = nll_sum = tokens = 0.0
     with torch.inference_mode(), _autocast(device, cfg.precision):
         for indices in token_batches(corpus.sizes, cfg.max_tokens, seed=0, epoch=0, shuffle=False):
-            batch = corpus.collate(indices).to(device)
+            batch = corpus.collate(indices, model.cfg).to(device)
             logits = _forward(model, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                            cfg.label_smoothing, model.cfg.pad_id)
@@ -389,7 +407,8 @@ def _autocast(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
 
 
-def _check_resumable(saved: Path, model_cfg: ModelConfig, arch: str, tokenizer_path: Path) -> None:
+def _check_resumable(saved: Path, model_cfg: ModelConfig, arch: str,
+                     tokenizer: AnyTokenizer) -> None:
     """A UserError unless the checkpoint holds this model and this vocabulary."""
     saved_arch = ckpt.load_arch(saved)
     if saved_arch != arch:
@@ -401,6 +420,6 @@ def _check_resumable(saved: Path, model_cfg: ModelConfig, arch: str, tokenizer_p
                  if getattr(model_cfg, k) != v]
         raise UserError(f"cannot resume {saved}: the model differs ({'; '.join(diffs)}); "
                         "use the same data and model settings, or a new --out")
-    if (saved / ckpt.TOKENIZER).read_bytes() != tokenizer_path.read_bytes():
-        raise UserError(f"cannot resume {saved}: its vocabulary differs from the data's "
-                        f"{tokenizer_path}; resume with the data it was trained on")
+    if ckpt.load_tokenizer(saved).fingerprint() != tokenizer.fingerprint():
+        raise UserError(f"cannot resume {saved}: its vocabulary differs from the data's; "
+                        "resume with the data it was trained on")
