@@ -179,13 +179,21 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy (default: 4)")
     p.add_argument("--lenpen", type=float, default=0.6,
                    help="length penalty alpha (default: 0.6)")
-    p.add_argument("--lenpen-form", choices=["gnmt", "simple"], default="gnmt",
-                   help="gnmt: score / ((5 + |Y|) / 6)^alpha, the paper's; simple: "
-                        "score / |Y|^alpha (default: gnmt)")
+    p.add_argument("--lenpen-form", choices=["gnmt", "hf", "simple"], default="gnmt",
+                   help="gnmt: score / ((5 + |Y|) / 6)^alpha, the paper's; hf (or simple): "
+                        "score / |Y|^alpha, Hugging Face's (default: gnmt)")
+    p.add_argument("--beam-rules", choices=["aiayn", "hf"], default="aiayn",
+                   help="aiayn: a sentence stops once --beam hypotheses have finished; hf: "
+                        "Hugging Face generate's rules. --lenpen-form hf --beam-rules hf "
+                        "--max-len-a 0 --max-len-b L-1 reproduces generate(num_beams=BEAM, "
+                        "length_penalty=LENPEN, max_length=L) (default: aiayn)")
     p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
                    help="source tokens x beam per decoding batch (default: 4096)")
     p.add_argument("--max-tokens", dest="batch_tokens", type=int, action=_Renamed,
                    new="--batch-tokens")
+    p.add_argument("--max-len-a", type=float, default=1.0, metavar="FACTOR",
+                   help="an output may be this many times as long as its input, plus "
+                        "--max-len-b (default: 1.0)")
     p.add_argument("--max-len-b", type=int, default=50, metavar="TOKENS",
                    help="an output may be this many tokens longer than its input (default: 50)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
@@ -196,7 +204,8 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
 def _decode_options(args: argparse.Namespace, nbest: int = 1):
     from .translate import DecodeOptions
     return DecodeOptions(beam=args.beam, lenpen=args.lenpen, lenpen_form=args.lenpen_form,
-                         nbest=nbest, batch_tokens=args.batch_tokens, max_len_b=args.max_len_b)
+                         nbest=nbest, batch_tokens=args.batch_tokens, max_len_a=args.max_len_a,
+                         max_len_b=args.max_len_b, beam_rules=args.beam_rules)
 
 
 def _read_lines(path: str | None) -> list[str]:

@@ -21,7 +21,7 @@ from . import checkpoint as ckpt
 from . import cpu
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
-from .decode.search import LENGTH_PENALTIES, Hypothesis, beam_search, greedy_search
+from .decode.search import BEAM_RULES, LENGTH_PENALTIES, Hypothesis, beam_search, greedy_search
 from .errors import UserError
 from .model import Transformer
 
@@ -36,10 +36,15 @@ class DecodeOptions:
     Args:
         beam: beam size; 1 with nbest 1 is greedy decoding.
         lenpen: length penalty alpha.
-        lenpen_form: "gnmt" ((5 + |Y|) / 6)^alpha, the paper's, or "simple" |Y|^alpha.
+        lenpen_form: "gnmt" ((5 + |Y|) / 6)^alpha, the paper's, or "hf" |Y|^alpha (Hugging
+            Face's; "simple" is another name for it).
         nbest: hypotheses returned per sentence (at most ``beam``).
         batch_tokens: source tokens x beam per decoding batch.
         max_len_a, max_len_b: at most a x (source tokens) + b generated tokens.
+        beam_rules: "aiayn" (a sentence stops once ``beam`` hypotheses have finished) or "hf"
+            (Hugging Face generate's: see ``aiayn.decode.search.beam_search``). With
+            ``lenpen_form="hf"``, ``max_len_a=0`` and ``max_len_b=L - 1`` decoding reproduces
+            ``generate(num_beams=beam, length_penalty=lenpen, max_length=L)``.
     """
 
     beam: int = 4
@@ -49,6 +54,7 @@ class DecodeOptions:
     batch_tokens: int = 4096
     max_len_a: float = 1.0
     max_len_b: int = 50
+    beam_rules: str = "aiayn"
 
     def __post_init__(self) -> None:
         if self.beam < 1:
@@ -58,6 +64,9 @@ class DecodeOptions:
         if self.lenpen_form not in LENGTH_PENALTIES:
             raise UserError(f"--lenpen-form ({self.lenpen_form!r}) must be one of "
                             f"{', '.join(LENGTH_PENALTIES)}")
+        if self.beam_rules not in BEAM_RULES:
+            raise UserError(f"--beam-rules ({self.beam_rules!r}) must be one of "
+                            f"{', '.join(BEAM_RULES)}")
         if self.batch_tokens < 1:
             raise UserError(f"--batch-tokens ({self.batch_tokens}) must be at least 1")
         if self.max_len_a < 0 or self.max_len_b < 0:
@@ -132,11 +141,12 @@ class Translator:
             src = self._pad([sources[i] for i in rows])
             if o.beam == 1 and o.nbest == 1:
                 hyps = [[h] for h in greedy_search(self.model, src, max_len_a=o.max_len_a,
-                                                   max_len_b=o.max_len_b)]
+                                                   max_len_b=o.max_len_b, rules=o.beam_rules)]
             else:
                 hyps = beam_search(self.model, src, beam=o.beam, lenpen=o.lenpen,
                                    lenpen_form=o.lenpen_form, nbest=o.nbest,
-                                   max_len_a=o.max_len_a, max_len_b=o.max_len_b)
+                                   max_len_a=o.max_len_a, max_len_b=o.max_len_b,
+                                   rules=o.beam_rules)
             for i, h in zip(rows, hyps):
                 results[i] = h
             if on_batch is not None:

@@ -37,7 +37,9 @@ class Seq2Seq(Protocol):
         """tgt (rows, t) -> logits (rows, t, V); the cache advances by t."""
 
 
-LENGTH_PENALTIES = ("gnmt", "simple")
+LENGTH_PENALTIES = ("gnmt", "hf", "simple")
+# How a search ends its hypotheses: aiayn's own (fairseq's) rules or Hugging Face generate's
+BEAM_RULES = ("aiayn", "hf")
 
 
 @dataclass
@@ -49,13 +51,14 @@ class Hypothesis:
 
 
 def length_penalty(length: int, alpha: float, form: str = "gnmt") -> float:
-    """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (the paper's, alpha = 0.6), or ``simple``: |Y|^alpha.
+    """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (the paper's, alpha = 0.6), or ``hf``: |Y|^alpha,
+    Hugging Face generate's (``simple`` is another name for it).
 
     |Y| counts the generated tokens including EOS.
     """
     if form == "gnmt":
         return ((5.0 + length) / 6.0) ** alpha
-    if form == "simple":
+    if form in ("hf", "simple"):
         return float(length) ** alpha
     raise ValueError(f"length penalty form ({form!r}) must be one of {', '.join(LENGTH_PENALTIES)}")
 
@@ -67,10 +70,11 @@ def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> 
 
 
 def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: Tensor,
-                    min_len: int) -> Tensor:
+                    min_len: int, rules: str = "aiayn") -> Tensor:
     """Next-token log-probabilities (rows, V), normalised over the whole vocabulary, with the
     rules every search follows applied (-inf): never PAD or BOS, no EOS before ``min_len``
-    tokens, only EOS at a row's length limit."""
+    tokens, only EOS at a row's length limit (with its own log-probability; with the "hf"
+    rules 0, as Hugging Face's forced EOS)."""
     cfg = model.cfg
     lprobs = model.decode_step(tokens, cache)[:, -1].float().log_softmax(-1)  # (rows, V)
     lprobs[:, cfg.pad_id] = float("-inf")
@@ -83,13 +87,15 @@ def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: 
         eos = lprobs[:, cfg.eos_id].clone()
         lprobs[at_limit] = float("-inf")
         # a model that rules EOS out entirely (-inf) still has to stop: log-probability 0
-        lprobs[at_limit, cfg.eos_id] = torch.where(torch.isinf(eos), 0.0, eos)[at_limit]
+        forced = torch.isinf(eos) | (rules == "hf")
+        lprobs[at_limit, cfg.eos_id] = torch.where(forced, 0.0, eos)[at_limit]
     return lprobs
 
 
 @torch.inference_mode()
 def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
-                  max_len_b: int = 50, min_len: int = 0) -> list[Hypothesis]:
+                  max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn"
+                  ) -> list[Hypothesis]:
     """The most probable token at every step. src (N, S) -> one Hypothesis per sentence."""
     cfg = model.cfg
     n = src.size(0)
@@ -102,7 +108,7 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
     scores = [0.0] * n
     step = 0
     while len(rows):
-        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules)
         best_lp, best = (t[:, 0] for t in top_k(lprobs, 1))  # (rows,)
         done = best == cfg.eos_id
         for sentence, token, lp, finished in zip(rows.tolist(), best.tolist(), best_lp.tolist(),
@@ -144,19 +150,24 @@ def _expand(lprobs: Tensor, scores: Tensor, beam: int) -> _Candidates:
 
 
 def _finish(cand: _Candidates, is_eos: Tensor, beam: int, w: int, history: Tensor,
-            sentences: Tensor, finished: list[list[Hypothesis]], penalty: float) -> None:
+            sentences: Tensor, finished: list[list[Hypothesis]], penalty: float,
+            rules: str = "aiayn") -> None:
     """Rule 1: an EOS ranked among the first ``beam`` candidates ends a hypothesis, its score
-    divided by the length penalty; a sentence keeps at most ``beam`` finished ones. ``history``
-    holds the tokens of the w rows (beams so far) of every sentence."""
+    divided by the length penalty; a sentence keeps ``beam`` finished ones: the first ones
+    (aiayn) or the best ones ("hf"). ``history`` holds the tokens of the w rows (beams so far)
+    of every sentence."""
     ends = is_eos[:, :beam] & torch.isfinite(cand.scores[:, :beam])
     if not ends.any():
         return
     for group, j in ends.nonzero().tolist():
         sentence = int(sentences[group])
-        if len(finished[sentence]) < beam:
+        if len(finished[sentence]) < beam or rules == "hf":
             row = group * w + int(cand.beam[group, j])
             finished[sentence].append(Hypothesis(history[row].tolist(),
                                                  float(cand.scores[group, j]) / penalty))
+            if rules == "hf":  # the best `beam`, earlier ones first among equals
+                finished[sentence].sort(key=lambda h: -h.score)
+                del finished[sentence][beam:]
 
 
 def _select(cand: _Candidates, is_eos: Tensor, beam: int) -> _Candidates:
@@ -166,17 +177,24 @@ def _select(cand: _Candidates, is_eos: Tensor, beam: int) -> _Candidates:
 
 
 def _sentences_done(finished: list[list[Hypothesis]], sentences: Tensor, beam: int,
-                    at_limit: Tensor) -> Tensor:
-    """Rule 3: a sentence is done with ``beam`` finished hypotheses or at its length limit."""
-    full = torch.tensor([len(finished[s]) >= beam for s in sentences.tolist()],
-                        device=at_limit.device)
-    return full | at_limit
+                    at_limit: Tensor, best_open: Tensor, penalty: float,
+                    rules: str = "aiayn") -> Tensor:
+    """Rule 3: a sentence is done at its length limit, or with ``beam`` finished hypotheses;
+    with the "hf" rules only once its best open beam, its score divided by the length penalty
+    at the current length, cannot beat the worst finished one (Hugging Face's heuristic).
+    ``best_open`` (N,): each sentence's best running score."""
+    full = [len(finished[s]) >= beam for s in sentences.tolist()]
+    if rules == "hf":
+        full = [f and float(b) / penalty <= finished[s][-1].score
+                for f, s, b in zip(full, sentences.tolist(), best_open.tolist())]
+    return torch.tensor(full, device=at_limit.device) | at_limit
 
 
 @torch.inference_mode()
 def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0.6,
                 lenpen_form: str = "gnmt", nbest: int = 1, max_len_a: float = 1.0,
-                max_len_b: int = 50, min_len: int = 0) -> list[list[Hypothesis]]:
+                max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn"
+                ) -> list[list[Hypothesis]]:
     """Beam search with a length penalty (§6.1: beam 4, alpha 0.6, max length input + 50).
 
     Each step takes the 2 x beam best continuations of a sentence's beams, so that beams
@@ -184,11 +202,19 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
     first ``beam`` candidates), select (the best ``beam`` others carry on) and drop the
     sentences that are done, which leave the batch.
 
+    ``rules`` "hf" follows Hugging Face ``generate`` (early_stopping False) instead: the best
+    ``beam`` finished hypotheses are kept, a sentence goes on while its best open beam could
+    still beat them, and EOS is forced with log-probability 0 at the length limit; with
+    ``lenpen_form="hf"``, ``max_len_a=0`` and ``max_len_b=max_length - 1`` it reproduces
+    ``generate(num_beams=beam, length_penalty=lenpen, max_length=max_length)``.
+
     Returns, per sentence, the ``nbest`` best finished hypotheses, best first.
     """
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest ({nbest}) must be between 1 and the beam size ({beam})")
     length_penalty(1, lenpen, lenpen_form)  # validates the form
+    if rules not in BEAM_RULES:
+        raise ValueError(f"rules ({rules!r}) must be one of {', '.join(BEAM_RULES)}")
     cfg = model.cfg
     n, device = src.size(0), src.device
     memory, src_mask, _ = model.encode(src)
@@ -209,14 +235,16 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
     step = 0
     while len(sentences):
-        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len)
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules)
         cand = _expand(lprobs, scores, beam)
         is_eos = cand.token == cfg.eos_id
-        _finish(cand, is_eos, beam, scores.size(1), history, sentences, finished,
-                length_penalty(step + 1, lenpen, lenpen_form))
+        penalty = length_penalty(step + 1, lenpen, lenpen_form)
+        _finish(cand, is_eos, beam, scores.size(1), history, sentences, finished, penalty, rules)
         cand = _select(cand, is_eos, beam)  # (N, beam)
         at_limit = step + 1 >= max_lens.view(len(sentences), -1)[:, 0]
-        keep = (~_sentences_done(finished, sentences, beam, at_limit)).nonzero().squeeze(1)
+        done = _sentences_done(finished, sentences, beam, at_limit, cand.scores[:, 0], penalty,
+                               rules)
+        keep = (~done).nonzero().squeeze(1)
         rows = (keep[:, None] * scores.size(1) + cand.beam[keep]).view(-1)  # rows carried on
         history = torch.cat([history[rows], cand.token[keep].view(-1, 1)], dim=1)
         tokens = cand.token[keep].view(-1, 1)
