@@ -63,6 +63,9 @@ def _add_prepare(sub) -> None:
                        help=f"{split} target sentences, aligned with --{split}-src")
         p.add_argument(f"--{split}-tsv", metavar="FILE",
                        help=f"{split} pairs as source<TAB>target lines, instead of two files")
+    p.add_argument("--tokenizer", metavar="CKPT",
+                   help="encode with this checkpoint's vocabulary (to fine-tune it with "
+                        "`aiayn train --init CKPT`) instead of training a new one")
     p.add_argument("--vocab-size", type=int, default=8000,
                    help="subword pieces in the shared vocabulary (default: 8000)")
     p.add_argument("--model-type", choices=["bpe", "unigram"], default="bpe",
@@ -81,7 +84,7 @@ def prepare_command(args: argparse.Namespace) -> None:
     train = _text_pair("train", args, required=True)
     valid = _text_pair("valid", args, required=False)
     prepare(train, args.out, valid=valid, vocab_size=args.vocab_size, model_type=args.model_type,
-            max_len=args.max_len, overwrite=args.overwrite, log=_log)
+            max_len=args.max_len, overwrite=args.overwrite, tokenizer=args.tokenizer, log=_log)
     print(f"prepared {args.out}")
 
 

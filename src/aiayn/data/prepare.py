@@ -6,7 +6,8 @@ The output directory holds, per split (``train``, ``valid``) and side (``src``, 
 - ``{split}.{side}.offsets.npy``  int64, n + 1 offsets: sentence i is ids[offsets[i]:offsets[i+1]]
 - ``valid.{side}.txt``            the kept validation sentences as text (BLEU references)
 
-plus ``spm.model`` (the shared BPE vocabulary, §5.1) and ``stats.json``. Training memory-maps the
+plus ``spm.model`` (the shared BPE vocabulary, §5.1; or, with ``tokenizer``, a checkpoint's
+vocabulary in its own form) and ``stats.json``. Training memory-maps the
 id files, so corpus size is bounded by disk, not RAM. Nothing is written in place: the directory
 is built beside the target and renamed into place when complete.
 """
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..errors import UserError
 from .corpus import STATS, TOKENIZER, ids_file, offsets_file, text_file
-from .tokenizer import Tokenizer, train_tokenizer
+from .tokenizer import AnyTokenizer, train_tokenizer
 
 ENCODE_CHUNK = 10_000
 
@@ -141,10 +142,11 @@ class _IdWriter:
         return total
 
 
-def encode_split(tokenizer: Tokenizer, source: TextPair, out: Path, split: str,
+def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: str,
                  max_len: int, keep_text: bool) -> SplitStats:
     """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``."""
-    dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65535 else np.uint32)
+    largest = max(tokenizer.vocab_size, tokenizer.target_vocab_size)
+    dtype = np.dtype(np.uint16 if largest <= 65535 else np.uint32)
     writers = {side: _IdWriter(out / ids_file(split, side), out / offsets_file(split, side), dtype)
                for side in ("src", "tgt")}
     texts = ({side: open(out / text_file(split, side), "w", encoding="utf-8")
@@ -195,8 +197,11 @@ def encode_split(tokenizer: Tokenizer, source: TextPair, out: Path, split: str,
 def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             vocab_size: int = 8000, model_type: str = "bpe", max_len: int = 256,
             sample_sentences: int = 2_000_000, overwrite: bool = False,
-            log=print) -> dict:
+            tokenizer: str | Path | None = None, log=print) -> dict:
     """Check, train the shared vocabulary on both sides of ``train``, encode every split.
+
+    ``tokenizer``: a checkpoint (or run) whose vocabulary encodes the text instead, for
+    fine-tuning it; ``vocab_size`` and ``model_type`` are unused then.
 
     Returns the statistics also written to ``out/stats.json``.
     Raises UserError for bad input; ``out`` is left untouched then.
@@ -209,6 +214,10 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         raise UserError(f"--vocab-size ({vocab_size}) is too small; use at least 16")
     if max_len < 3:
         raise UserError(f"--max-len ({max_len}) must be at least 3")
+    given = None
+    if tokenizer is not None:
+        from .. import checkpoint as ckpt  # the checkpoint module reads data-directory names
+        given = ckpt.load_tokenizer(ckpt.resolve_checkpoint(tokenizer))
     splits = {"train": train} | ({"valid": valid} if valid is not None else {})
     lines = {name: check_pairs(src) for name, src in splits.items()}
     log("checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
@@ -223,14 +232,21 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
                     if text:
                         yield text
 
-        log(f"training a joint {model_type.upper()} vocabulary of {vocab_size:,} pieces")
-        tokenizer = train_tokenizer(sentences(), work / Path(TOKENIZER).stem, vocab_size=vocab_size,
-                                    model_type=model_type, sample_sentences=sample_sentences)
-        stats: dict = {"vocab_size": tokenizer.vocab_size, "model_type": model_type,
+        if given is None:
+            log(f"training a joint {model_type.upper()} vocabulary of {vocab_size:,} pieces")
+            vocab = train_tokenizer(sentences(), work / Path(TOKENIZER).stem,
+                                    vocab_size=vocab_size, model_type=model_type,
+                                    sample_sentences=sample_sentences)
+        else:
+            log(f"using the vocabulary of {tokenizer}")
+            vocab = given
+            vocab.save(work)
+        stats: dict = {"vocab_size": vocab.vocab_size,
+                       "model_type": model_type if given is None else f"from {tokenizer}",
                        "max_len": max_len, "splits": {}}
         for name, source in splits.items():
             log(f"encoding {name} ({source.describe()})")
-            split = encode_split(tokenizer, source, work, name, max_len, keep_text=name != "train")
+            split = encode_split(vocab, source, work, name, max_len, keep_text=name != "train")
             stats["splits"][name] = dict(vars(split))
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "

@@ -1,0 +1,75 @@
+"""Fine-tuning an imported Marian model: `prepare --tokenizer`, `train --init`, exact resume."""
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from aiayn import checkpoint as ckpt
+from aiayn.data.corpus import ParallelCorpus
+from aiayn.data.prepare import TextPair, prepare
+from aiayn.data.tokenizer import load_tokenizer
+from aiayn.errors import UserError
+from aiayn.interop.marian import import_marian
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import evaluate_loss, train
+from tests.conftest import losses
+from tests.interop.marian_folders import build, demo_lines
+
+QUIET = dict(progress=False, log=lambda *_: None)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """An imported tiny Marian model and 2,000 demo pairs prepared with its vocabulary."""
+    root = tmp_path_factory.mktemp("finetune")
+    model = import_marian(build(root), root / "ckpt", log=lambda *_: None)
+    pairs = {}
+    for split, count in (("train", 2000), ("dev", 100)):
+        for side in ("en", "es"):
+            path = root / f"{split}.{side}"
+            path.write_text("\n".join(demo_lines(side, count, split)) + "\n")
+            pairs[split, side] = path
+    data = root / "data"
+    prepare(TextPair(pairs["train", "en"], pairs["train", "es"]), data,
+            valid=TextPair(pairs["dev", "en"], pairs["dev", "es"]), max_len=120,
+            tokenizer=model, log=lambda *_: None)
+    return model, data
+
+
+def _cfg(model, **kw):
+    return TrainConfig(init=str(model), max_tokens=1500, warmup=20, lr_scale=2.0,
+                       valid_every=10, log_every=1, valid_bleu_sentences=0, **kw)
+
+
+def test_prepared_ids_are_the_checkpoint_s(imported):
+    model, data = imported
+    vocab = ckpt.load_tokenizer(model)
+    first = demo_lines("en", 1, "train")[0]
+    assert ParallelCorpus(data, "train").ids("src", 0).tolist() == vocab.encode(first)
+    assert load_tokenizer(data).fingerprint() == vocab.fingerprint()
+
+
+def test_fine_tuning_lowers_the_dev_loss(imported, tmp_path):
+    model, data = imported
+    cfg = _cfg(model, max_steps=30)
+    before = evaluate_loss(ckpt.load_model(model), ParallelCorpus(data, "valid"), cfg,
+                           torch.device("cpu"))["valid_loss"]
+    summary = train(data, tmp_path / "run", cfg, **QUIET)
+    assert summary["last"]["valid_loss"] < before - 0.5
+
+
+def test_resume_after_init_is_exact(imported, tmp_path):
+    model, data = imported
+    train(data, tmp_path / "whole", _cfg(model, max_steps=12), **QUIET)
+    train(data, tmp_path / "split", _cfg(model, max_steps=5), **QUIET)
+    train(data, tmp_path / "split", _cfg(model, max_steps=12), resume=True, **QUIET)
+    assert losses(tmp_path / "whole") == losses(tmp_path / "split")
+    a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
+    b = load_file(str(tmp_path / "split/checkpoints/last" / ckpt.WEIGHTS))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_init_needs_the_checkpoint_s_vocabulary(imported, toy_data, tmp_path):
+    model, _ = imported
+    with pytest.raises(UserError, match="prepare it with `aiayn prepare --tokenizer"):
+        train(toy_data, tmp_path / "run", _cfg(model, max_steps=2), **QUIET)
