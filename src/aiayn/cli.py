@@ -328,8 +328,8 @@ def attend_command(args: argparse.Namespace) -> None:
     from .translate import load
     translator = load(args.checkpoint)
     maps = translator.attention(args.source, args.target)
-    target = args.target if args.target is not None else translator.tokenizer.sp.DecodePieces(
-        maps.tgt_tokens[1:])
+    # the model's own translation (the same beam search the maps were taken on)
+    target = args.target if args.target is not None else translator.translate([args.source])[0]
     written = plot_attention(maps, args.out)
     written.append(write_html(maps, Path(args.out) / "index.html", source=args.source,
                               target=target))
@@ -343,9 +343,48 @@ def positions_command(args: argparse.Namespace) -> None:
     print(f"wrote {plot_positions(args.d_model, args.length, args.out, args.base)}")
 
 
+# ---------------------------------------------------------------------- import, export
+def _add_interop(sub) -> None:
+    p = sub.add_parser("import", help="a Hugging Face Marian (OPUS-MT) folder as an aiayn "
+                                      "checkpoint")
+    p.add_argument("folder", help="a folder written by MarianMTModel.save_pretrained and "
+                                  "MarianTokenizer.save_pretrained (nothing is downloaded)")
+    p.add_argument("--out", required=True, metavar="CKPT",
+                   help="the checkpoint directory to write (must not exist)")
+    p.set_defaults(command_fn=import_command)
+    p = sub.add_parser("export", help="a checkpoint as a Hugging Face Marian folder or a "
+                                      "CTranslate2 model (needs aiayn[interop])")
+    p.add_argument("checkpoint", help="a checkpoint directory, or a run (its best checkpoint)")
+    p.add_argument("--to", required=True, choices=["hf", "ctranslate2"],
+                   help="hf: MarianMTModel + MarianTokenizer; ctranslate2: ctranslate2.Translator")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="the folder to write (must not exist)")
+    p.add_argument("--quantization", metavar="TYPE",
+                   help="ctranslate2 only: int8, int8_float32, int16, float16, ... "
+                        "(default: float32)")
+    p.set_defaults(command_fn=export_command)
+
+
+def import_command(args: argparse.Namespace) -> None:
+    from .interop.marian import import_marian
+    import_marian(args.folder, args.out, log=_log)
+
+
+def export_command(args: argparse.Namespace) -> None:
+    if args.to == "hf":
+        if args.quantization:
+            raise UserError("--quantization applies to --to ctranslate2 only")
+        from .interop.marian import export_hf
+        export_hf(args.checkpoint, args.out, log=_log)
+    else:
+        from .interop.ct2 import export_ctranslate2
+        export_ctranslate2(args.checkpoint, args.out, quantization=args.quantization, log=_log)
+
+
 # ------------------------------------------------------------------------------ main
 SUBCOMMANDS: tuple[Callable, ...] = (_add_prepare, _add_train, _add_average_plot,
-                                     _add_translate_evaluate, _add_generate, _add_inspection)
+                                     _add_translate_evaluate, _add_generate, _add_inspection,
+                                     _add_interop)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -211,7 +211,7 @@ def import_marian(folder: str | Path, out: str | Path, *, log=print) -> Path:
         generation = _read_json(folder / "generation_config.json", "")
     _write_checkpoint(out, model, cfg, vocab, {"source": str(folder.resolve()),
                                                "generation_config": generation})
-    log(f"imported {folder} -> {out}: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M "
+    log(f"imported {folder} -> {out}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M "
         f"parameters; departures from the paper: {', '.join(cfg.departures()) or 'none'}")
     return out
 
@@ -296,12 +296,11 @@ def aiayn_to_marian(model: Transformer) -> dict[str, Tensor]:
     perm = residual_permutation(cfg)
     if perm is not None:
         state = permute_residual(state, perm)
-    d = cfg.d_model
     out: dict[str, Tensor] = {}
     for ours, theirs in parameter_map(cfg):
-        for part in ("weight", "bias"):
-            for index, name in enumerate(theirs):
-                out[f"{name}.{part}"] = state[f"{ours}.{part}"][index * d:(index + 1) * d]
+        for part in ("weight", "bias"):  # stacked projections split in equal parts
+            for name, piece in zip(theirs, state[f"{ours}.{part}"].chunk(len(theirs))):
+                out[f"{name}.{part}"] = piece
     if cfg.share_embeddings:
         out["model.shared.weight"] = state["src_embed.token.weight"]
     out["model.encoder.embed_tokens.weight"] = state["src_embed.token.weight"]

@@ -1,0 +1,90 @@
+"""aiayn models out: to Hugging Face Marian (same logits) and CTranslate2 (same outputs)."""
+
+import pytest
+import torch
+
+from aiayn import checkpoint as ckpt
+from aiayn.data.prepare import TextPair, prepare
+from aiayn.errors import UserError
+from aiayn.interop.ct2 import export_ctranslate2
+from aiayn.interop.marian import export_hf
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+from aiayn.translate import DecodeOptions, load
+from tests.conftest import toy_pairs, write_pairs
+
+transformers = pytest.importorskip("transformers")
+QUIET = dict(log=lambda *_: None)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The paper's configuration (post-norm, interleaved sinusoids, three-way tying), trained
+    on the toy task until its outputs are right and end on their own."""
+    root = tmp_path_factory.mktemp("export")
+    train_files = write_pairs(root, "train", toy_pairs(400, seed=1))
+    prepare(TextPair(*train_files), root / "data", vocab_size=100, **QUIET)
+    cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
+                      max_tokens=1500, warmup=150, lr_scale=0.7, max_steps=600,
+                      valid_every=600, valid_bleu_sentences=0)
+    train(root / "data", root / "run", cfg, progress=False, **QUIET)
+    return ckpt.resolve_checkpoint(root / "run", "last")
+
+
+SOURCES = [s for s, _ in toy_pairs(50, seed=7)]
+
+
+def test_hf_export_computes_the_same_logits(trained, tmp_path):
+    out = export_hf(trained, tmp_path / "hf", **QUIET)
+    hf = transformers.MarianMTModel.from_pretrained(str(out), attn_implementation="eager").eval()
+    tok = transformers.MarianTokenizer.from_pretrained(str(out))
+    translator = load(trained)
+    model, cfg = translator.model, translator.cfg
+    batch = tok(SOURCES[:8], return_tensors="pt", padding=True)
+    for row, s in enumerate(SOURCES[:8]):
+        ids = translator.encode_source(s)
+        assert batch.input_ids[row, :len(ids)].tolist() == ids
+    targets = [translator.translate([s])[0] for s in SOURCES[:8]]
+    tgt = tok(text_target=targets, return_tensors="pt", padding=True).input_ids
+    tgt_in = torch.cat([torch.full((8, 1), cfg.start_id), tgt[:, :-1]], 1)
+    tgt_in[tgt_in == cfg.eos_id] = cfg.pad_id  # pads after the last token, as aiayn's batches
+    with torch.no_grad():
+        theirs = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                    decoder_input_ids=tgt_in).logits
+        ours = model(batch.input_ids, tgt_in)
+    real = torch.cat([torch.ones(8, 1, dtype=torch.bool), tgt[:, :-1] != cfg.pad_id], 1)
+    assert (ours[real] - theirs[real]).abs().max() < 1e-4
+    assert hf.config.decoder_start_token_id == cfg.bos_id
+
+
+def test_ctranslate2_export_decodes_the_same_tokens(trained, tmp_path):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    translator = load(trained)
+    pieces = [translator.tokenizer.sp.EncodeAsPieces(s) for s in SOURCES]
+    sources = [translator.encode_source(s) for s in SOURCES]
+    agreement = {}
+    for quantization in (None, "int8"):
+        out = export_ctranslate2(trained, tmp_path / f"ct2-{quantization}",
+                                 quantization=quantization, **QUIET)
+        ct = ctranslate2.Translator(str(out), device="cpu", compute_type="default")
+        for beam in (1, 4):
+            # CTranslate2's beam search stops as aiayn's does, with the |Y|^alpha penalty
+            options = DecodeOptions(beam=beam, lenpen=1.0, lenpen_form="hf", max_len_a=0,
+                                    max_len_b=40)
+            ours = [h[0].tokens for h in translator.translate_ids(sources, options)]
+            theirs = [[translator.tokenizer.sp.PieceToId(p) for p in r.hypotheses[0]]
+                      for r in ct.translate_batch(pieces, beam_size=beam, length_penalty=1.0,
+                                                  max_decoding_length=39)]
+            agreement[quantization, beam] = sum(a == b for a, b in zip(ours, theirs))
+    assert sum(len(t) for t in ours) > 300  # real outputs, ended by EOS
+    assert agreement[None, 1] == agreement[None, 4] == 50, agreement
+    print(f"int8 agreement: greedy {agreement['int8', 1]}/50, beam 4 {agreement['int8', 4]}/50")
+
+
+def test_export_refuses_an_existing_folder_and_what_marian_cannot_hold(trained, tmp_path):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    for export in (export_hf, export_ctranslate2):
+        with pytest.raises(UserError, match="already exists; choose another --out"):
+            export(trained, tmp_path / "taken", **QUIET)
+    assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
