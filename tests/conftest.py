@@ -85,3 +85,23 @@ def losses(run_dir: Path) -> dict[int, float]:
     """Training loss per logged step, from RUN/metrics.jsonl."""
     records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     return {r["step"]: r["loss"] for r in records if "loss" in r}
+
+
+@pytest.fixture(scope="session")
+def toy_model(tmp_path_factory):
+    """The paper's configuration (post-norm, interleaved sinusoids, three-way tying) trained on
+    the toy task until its outputs are right and end on their own (about 15 s); a checkpoint
+    that knows its language pair (en-es)."""
+    from aiayn import checkpoint as ckpt
+    from aiayn.data.prepare import TextPair, prepare
+    from aiayn.train.recipe import TrainConfig
+    from aiayn.train.trainer import train
+    root = tmp_path_factory.mktemp("toy-model")
+    train_files = write_pairs(root, "train", toy_pairs(400, seed=1))
+    prepare(TextPair(*train_files), root / "data", vocab_size=100, languages=("en", "es"),
+            log=lambda *_: None)
+    cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
+                      max_tokens=1500, warmup=150, lr_scale=0.7, max_steps=600,
+                      valid_every=600, valid_bleu_sentences=0)
+    train(root / "data", root / "run", cfg, progress=False, log=lambda *_: None)
+    return ckpt.resolve_checkpoint(root / "run", "last")

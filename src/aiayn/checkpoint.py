@@ -88,10 +88,12 @@ def load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Te
 
 def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig,
                     tokenizer: AnyTokenizer, *, extra_tensors: dict[str, torch.Tensor] | None = None,
-                    state: dict[str, Any] | None = None) -> Path:
+                    state: dict[str, Any] | None = None,
+                    languages: dict[str, str] | None = None) -> Path:
     """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it.
 
-    ``config.json`` holds the ModelConfig plus ``arch``, the kind of model (``ARCHS``)."""
+    ``config.json`` holds the ModelConfig plus ``arch``, the kind of model (``ARCHS``), and
+    ``languages`` ({"source": "en", "target": "es"}) when known."""
     root = run_dir / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final, tmp = root / name, root / f".tmp-{name}"
@@ -99,7 +101,9 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
         shutil.rmtree(tmp)
     tmp.mkdir()
     save_model(model, str(tmp / WEIGHTS))
-    (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **cfg.to_dict()}, indent=2))
+    extra = {"languages": languages} if languages else {}
+    (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **extra, **cfg.to_dict()},
+                                         indent=2))
     tokenizer.save(tmp)
     if state is not None:
         save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
@@ -196,9 +200,20 @@ def load_tokenizer(ckpt: Path) -> AnyTokenizer:
     return tokenizer
 
 
+def load_languages(ckpt: Path) -> dict[str, str] | None:
+    """The checkpoint's language pair, {"source": "en", "target": "es"}, or None if unknown."""
+    languages = _read_config(ckpt).get("languages")
+    if languages is not None and not (isinstance(languages, dict)
+                                      and {"source", "target"} <= set(languages)):
+        raise UserError(f"{ckpt / CONFIG}: 'languages' must be {{\"source\": CODE, "
+                        f"\"target\": CODE}}")
+    return languages
+
+
 def load_config(ckpt: Path) -> ModelConfig:
     values = _read_config(ckpt)
     values.pop("arch", None)
+    values.pop("languages", None)
     try:
         return ModelConfig.from_dict(values)
     except (ConfigError, TypeError) as err:

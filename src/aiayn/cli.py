@@ -63,6 +63,10 @@ def _add_prepare(sub) -> None:
                        help=f"{split} target sentences, aligned with --{split}-src")
         p.add_argument(f"--{split}-tsv", metavar="FILE",
                        help=f"{split} pairs as source<TAB>target lines, instead of two files")
+    p.add_argument("--src-lang", metavar="CODE",
+                   help="the source language's code (e.g. en), kept with the data and the "
+                        "checkpoints trained on it (aiayn serve uses it)")
+    p.add_argument("--tgt-lang", metavar="CODE", help="the target language's code (e.g. es)")
     p.add_argument("--tokenizer", metavar="CKPT",
                    help="encode with this checkpoint's vocabulary (to fine-tune it with "
                         "`aiayn train --init CKPT`) instead of training a new one")
@@ -83,8 +87,12 @@ def prepare_command(args: argparse.Namespace) -> None:
     from .data.prepare import prepare
     train = _text_pair("train", args, required=True)
     valid = _text_pair("valid", args, required=False)
+    if (args.src_lang is None) != (args.tgt_lang is None):
+        raise UserError("give both --src-lang and --tgt-lang, or neither")
+    languages = (args.src_lang, args.tgt_lang) if args.src_lang else None
     prepare(train, args.out, valid=valid, vocab_size=args.vocab_size, model_type=args.model_type,
-            max_len=args.max_len, overwrite=args.overwrite, tokenizer=args.tokenizer, log=_log)
+            max_len=args.max_len, overwrite=args.overwrite, tokenizer=args.tokenizer,
+            languages=languages, log=_log)
     print(f"prepared {args.out}")
 
 
@@ -381,10 +389,107 @@ def export_command(args: argparse.Namespace) -> None:
         export_ctranslate2(args.checkpoint, args.out, quantization=args.quantization, log=_log)
 
 
+# ------------------------------------------------------------------------------ serve
+def _add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="serve translations over HTTP: LibreTranslate's API, "
+                                     "aiayn's own and an attention page (needs aiayn[serve])")
+    p.add_argument("--checkpoint", action="append", required=True, metavar="[SRC-TGT=]DIR",
+                   help="a model to serve, named by its language pair (from `prepare "
+                        "--src-lang/--tgt-lang`, or given as en-es=DIR); repeat for more")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: "
+                                                       "127.0.0.1)")
+    p.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+    p.add_argument("--char-limit", type=int, default=5000, metavar="CHARS",
+                   help="characters per request (default: 5000)")
+    p.add_argument("--batch-limit", type=int, default=64, metavar="TEXTS",
+                   help="texts (q list items) or sentences per request (default: 64)")
+    p.add_argument("--max-body-bytes", type=int, default=1_000_000, metavar="BYTES",
+                   help="largest request body; larger ones get 413 (default: 1000000)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="a request waits at most this long for its translation (default: 60)")
+    p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
+                   help="source tokens gathered into one decoding round (default: 4096)")
+    p.add_argument("--max-wait-ms", type=float, default=10.0, metavar="MS",
+                   help="how long a round waits for more requests (default: 10)")
+    p.add_argument("--queue-size", type=int, default=256, metavar="REQUESTS",
+                   help="requests waiting at most; more get 503 at once (default: 256)")
+    p.add_argument("--api-keys", metavar="FILE",
+                   help="require an api_key from this file (one key a line); others get 403")
+    p.add_argument("--req-limit", type=int, default=0, metavar="PER_MINUTE",
+                   help="requests per minute per API key or client address; 0 = no limit")
+    p.add_argument("--beam", type=int, default=4, help="beam size (default: 4)")
+    p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
+    p.set_defaults(command_fn=serve_command)
+
+
+def _served_models(specs: list[str], int8: bool):
+    from . import checkpoint as ckpt
+    from .serve.app import Model
+    from .translate import Translator
+    models = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            name, path = "", spec
+        directory = ckpt.resolve_checkpoint(path)
+        if name:
+            source, dash, target = name.partition("-")
+            if not (dash and source and target):
+                raise UserError(f"--checkpoint {spec!r}: name the pair as SRC-TGT=DIR, "
+                                "e.g. en-es=runs/en-es")
+        else:
+            languages = ckpt.load_languages(directory)
+            if languages is None:
+                raise UserError(f"--checkpoint {path}: its language pair is unknown; name it "
+                                f"as en-es={path} (or prepare with --src-lang/--tgt-lang)")
+            source, target = languages["source"], languages["target"]
+        models.append(Model(source, target, Translator.load(directory, int8=int8)))
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise UserError(f"two --checkpoint models serve the same pair ({', '.join(names)})")
+    return models
+
+
+def serve_command(args: argparse.Namespace) -> None:
+    import logging
+    for module in ("starlette", "uvicorn", "prometheus_client", "sentencex", "multipart"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise UserError(f"serve needs {module}: pip install 'aiayn[serve]'") from None
+    import uvicorn
+
+    from .serve.app import Settings, create_app
+    keys = None
+    if args.api_keys:
+        path = Path(args.api_keys)
+        if not path.is_file():
+            raise UserError(f"--api-keys {path}: no such file")
+        keys = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+        if not keys:
+            raise UserError(f"--api-keys {path}: the file holds no key")
+    for flag in ("char_limit", "batch_limit", "max_body_bytes", "batch_tokens", "queue_size",
+                 "beam"):
+        if getattr(args, flag) < 1:
+            raise UserError(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.timeout <= 0 or args.max_wait_ms < 0 or args.req_limit < 0:
+        raise UserError("--timeout must be positive; --max-wait-ms and --req-limit >= 0")
+    settings = Settings(char_limit=args.char_limit, batch_limit=args.batch_limit,
+                        max_body_bytes=args.max_body_bytes, timeout=args.timeout,
+                        batch_tokens=args.batch_tokens, max_wait_ms=args.max_wait_ms,
+                        queue_size=args.queue_size, api_keys=keys, req_limit=args.req_limit,
+                        beam=args.beam)
+    app = create_app(_served_models(args.checkpoint, args.int8), settings)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    _log(f"serving {', '.join(app.state.service.models)} on http://{args.host}:{args.port}/")
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
+                timeout_graceful_shutdown=int(args.timeout))
+
+
 # ------------------------------------------------------------------------------ main
 SUBCOMMANDS: tuple[Callable, ...] = (_add_prepare, _add_train, _add_average_plot,
                                      _add_translate_evaluate, _add_generate, _add_inspection,
-                                     _add_interop)
+                                     _add_interop, _add_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,32 +3,19 @@
 import pytest
 import torch
 
-from aiayn import checkpoint as ckpt
-from aiayn.data.prepare import TextPair, prepare
 from aiayn.errors import UserError
 from aiayn.interop.ct2 import export_ctranslate2
 from aiayn.interop.marian import export_hf
-from aiayn.train.recipe import TrainConfig
-from aiayn.train.trainer import train
 from aiayn.translate import DecodeOptions, load
-from tests.conftest import toy_pairs, write_pairs
+from tests.conftest import toy_pairs
 
 transformers = pytest.importorskip("transformers")
 QUIET = dict(log=lambda *_: None)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """The paper's configuration (post-norm, interleaved sinusoids, three-way tying), trained
-    on the toy task until its outputs are right and end on their own."""
-    root = tmp_path_factory.mktemp("export")
-    train_files = write_pairs(root, "train", toy_pairs(400, seed=1))
-    prepare(TextPair(*train_files), root / "data", vocab_size=100, **QUIET)
-    cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
-                      max_tokens=1500, warmup=150, lr_scale=0.7, max_steps=600,
-                      valid_every=600, valid_bleu_sentences=0)
-    train(root / "data", root / "run", cfg, progress=False, **QUIET)
-    return ckpt.resolve_checkpoint(root / "run", "last")
+@pytest.fixture
+def trained(toy_model):
+    return toy_model
 
 
 SOURCES = [s for s, _ in toy_pairs(50, seed=7)]

@@ -197,11 +197,13 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
 def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             vocab_size: int = 8000, model_type: str = "bpe", max_len: int = 256,
             sample_sentences: int = 2_000_000, overwrite: bool = False,
-            tokenizer: str | Path | None = None, log=print) -> dict:
+            tokenizer: str | Path | None = None, languages: tuple[str, str] | None = None,
+            log=print) -> dict:
     """Check, train the shared vocabulary on both sides of ``train``, encode every split.
 
     ``tokenizer``: a checkpoint (or run) whose vocabulary encodes the text instead, for
-    fine-tuning it; ``vocab_size`` and ``model_type`` are unused then.
+    fine-tuning it; ``vocab_size`` and ``model_type`` are unused then. ``languages``:
+    (source, target) codes such as ("en", "es"), kept with the data and its checkpoints.
 
     Returns the statistics also written to ``out/stats.json``.
     Raises UserError for bad input; ``out`` is left untouched then.
@@ -244,6 +246,8 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         stats: dict = {"vocab_size": vocab.vocab_size,
                        "model_type": model_type if given is None else f"from {tokenizer}",
                        "max_len": max_len, "splits": {}}
+        if languages is not None:
+            stats["languages"] = {"source": languages[0], "target": languages[1]}
         for name, source in splits.items():
             log(f"encoding {name} ({source.describe()})")
             split = encode_split(vocab, source, work, name, max_len, keep_text=name != "train")

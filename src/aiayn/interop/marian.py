@@ -209,23 +209,29 @@ def import_marian(folder: str | Path, out: str | Path, *, log=print) -> Path:
     generation = {}
     if (folder / "generation_config.json").is_file():
         generation = _read_json(folder / "generation_config.json", "")
+    languages = None
+    if (folder / "tokenizer_config.json").is_file():
+        tok_config = _read_json(folder / "tokenizer_config.json", "")
+        if tok_config.get("source_lang") and tok_config.get("target_lang"):
+            languages = {"source": tok_config["source_lang"], "target": tok_config["target_lang"]}
     _write_checkpoint(out, model, cfg, vocab, {"source": str(folder.resolve()),
-                                               "generation_config": generation})
+                                               "generation_config": generation}, languages)
     log(f"imported {folder} -> {out}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M "
         f"parameters; departures from the paper: {', '.join(cfg.departures()) or 'none'}")
     return out
 
 
 def _write_checkpoint(out: Path, model: Transformer, cfg: ModelConfig, vocab,
-                      info: dict) -> None:
+                      info: dict, languages: dict[str, str] | None) -> None:
     tmp = out.with_name(f".tmp-{out.name}")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     try:
         save_model(model, str(tmp / ckpt.WEIGHTS))
-        (tmp / ckpt.CONFIG).write_text(json.dumps({"arch": "encoder-decoder", **cfg.to_dict()},
-                                                  indent=2))
+        extra = {"languages": languages} if languages else {}
+        (tmp / ckpt.CONFIG).write_text(json.dumps({"arch": "encoder-decoder", **extra,
+                                                   **cfg.to_dict()}, indent=2))
         (tmp / IMPORT_INFO).write_text(json.dumps(info, indent=2) + "\n")
         vocab.save(tmp)
         os.replace(tmp, out)
@@ -371,6 +377,7 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, log=print) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    permuted = residual_permutation(cfg) is not None
     log(f"exported {directory} -> {out} (MarianMTModel"
-        f"{', model dimension permuted to halved sinusoids' if residual_permutation(cfg) is not None else ''})")
+        f"{', model dimension permuted to halved sinusoids' if permuted else ''})")
     return out

@@ -81,6 +81,7 @@ class Run:
     valid_data: ParallelCorpus | None
     references: list[str]
     tokenizer: AnyTokenizer
+    languages: dict[str, str] | None
     state: TrainState
     metrics: MetricsLog
 
@@ -162,7 +163,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
-               train_data, valid_data, references, tokenizer, state, metrics)
+               train_data, valid_data, references, tokenizer, stats.get("languages"), state,
+               metrics)
 
 
 def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
@@ -313,7 +315,7 @@ def save(run: Run) -> None:
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     name = ckpt.step_name(state.step)
     ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer,
-                         extra_tensors=tensors,
+                         extra_tensors=tensors, languages=run.languages,
                          state={**state.to_json(), "optimizer": optimizer_meta,
                                 "train_config": run.cfg.to_dict()})
     if state.best["step"] == state.step:
