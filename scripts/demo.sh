@@ -13,7 +13,7 @@ echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
 [ -f "$OUT/data/stats.json" ] || $PY -m aiayn prepare \
     --train-src $CORPUS/train.en.gz --train-tgt $CORPUS/train.es.gz \
     --valid-src $CORPUS/dev.en.gz --valid-tgt $CORPUS/dev.es.gz \
-    --vocab-size 8000 --out "$OUT/data"
+    --src-lang en --tgt-lang es --vocab-size 8000 --out "$OUT/data"
 
 echo "== 2/4 train: small preset, bf16 autocast, $MINUTES minutes"
 rm -rf "$OUT/run"  # the demo's own previous run
@@ -35,3 +35,4 @@ printf '%s\n' "In the beginning God created the heavens and the earth." \
 $PY -m aiayn translate --checkpoint "$OUT/averaged" -i "$OUT/examples.en" -o "$OUT/examples.es"
 paste -d '\n' "$OUT/examples.en" "$OUT/examples.es" | sed 'n; s/^/  -> /'
 echo "run directory: $OUT/run (curves: $OUT/run/curves.png)"
+echo "serve it: $PY -m aiayn serve --checkpoint $OUT/averaged  (then open http://127.0.0.1:5000/)"

@@ -185,8 +185,9 @@ def plot_command(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- translate, evaluate
 def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, metavar="DIR",
-                   help="a checkpoint directory, or a run directory (its best checkpoint)")
+    p.add_argument("--checkpoint", required=True, action="append", metavar="DIR",
+                   help="a checkpoint directory, or a run directory (its best checkpoint); "
+                        "repeat for an ensemble of models with one vocabulary")
     p.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy (default: 4)")
     p.add_argument("--lenpen", type=float, default=0.6,
                    help="length penalty alpha (default: 0.6)")
@@ -214,9 +215,13 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
 
 def _decode_options(args: argparse.Namespace, nbest: int = 1):
     from .translate import DecodeOptions
+    sampling = {}
+    if getattr(args, "sample", False):
+        sampling = dict(sample=True, temperature=args.temperature, top_k=args.top_k,
+                        top_p=args.top_p, seed=args.seed)
     return DecodeOptions(beam=args.beam, lenpen=args.lenpen, lenpen_form=args.lenpen_form,
                          nbest=nbest, batch_tokens=args.batch_tokens, max_len_a=args.max_len_a,
-                         max_len_b=args.max_len_b, beam_rules=args.beam_rules)
+                         max_len_b=args.max_len_b, beam_rules=args.beam_rules, **sampling)
 
 
 def _read_lines(path: str | None) -> list[str]:
@@ -240,9 +245,38 @@ def _add_translate_evaluate(sub) -> None:
                         "index<TAB>score<TAB>text lines (default: 1)")
     p.add_argument("--alignments", action="store_true",
                    help="append a TAB and Pharaoh i-j word alignments to every line")
+    p.add_argument("--prefix-file", metavar="FILE",
+                   help="one target prefix per input line (an empty line for none): each "
+                        "translation starts with it and decoding continues after it")
+    p.add_argument("--sample", action="store_true",
+                   help="sample one translation per sentence instead of beam search "
+                        "(back-translation); reproducible with --seed")
+    p.add_argument("--temperature", type=float, default=1.0, help="--sample: temperature "
+                                                                  "(default: 1.0)")
+    p.add_argument("--top-k", type=int, default=0, metavar="K",
+                   help="--sample: draw from the K most probable tokens; 0 = all (default: 0)")
+    p.add_argument("--top-p", type=float, default=1.0, metavar="P",
+                   help="--sample: draw from the smallest set of tokens of probability P "
+                        "(default: 1.0)")
+    p.add_argument("--seed", type=int, default=0, help="--sample: random seed (default: 0)")
     p.add_argument("-i", "--input", metavar="FILE", help="input file (default: stdin)")
     p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
     p.set_defaults(command_fn=translate_command)
+
+    p = sub.add_parser("score", help="teacher-forced log-probabilities of sentence pairs")
+    p.add_argument("--checkpoint", required=True, action="append", metavar="DIR",
+                   help="a checkpoint or run directory; repeat for an ensemble")
+    p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one a line")
+    p.add_argument("--tgt", required=True, metavar="FILE", help="target sentences, aligned")
+    p.add_argument("--lenpen", type=float, default=0.6,
+                   help="length penalty alpha of the normalized score (default: 0.6)")
+    p.add_argument("--lenpen-form", choices=["gnmt", "hf", "simple"], default="gnmt",
+                   help="length penalty form of the normalized score (default: gnmt)")
+    p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
+                   help="tokens per scoring batch (default: 4096)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(command_fn=score_command)
 
     p = sub.add_parser("evaluate", help="translate and score with sacreBLEU (BLEU, chrF)")
     _add_decoding_flags(p)
@@ -260,7 +294,14 @@ def translate_command(args: argparse.Namespace) -> None:
     if args.output:
         from tqdm import tqdm
         bar = tqdm(total=len(lines), unit="sent", file=sys.stderr)
-    out = translator.translate(lines, options, on_batch=bar.update if bar else None)
+    prefixes = None
+    if args.prefix_file:
+        prefixes = _read_lines(args.prefix_file)
+        if len(prefixes) != len(lines):
+            raise UserError(f"--prefix-file {args.prefix_file} has {len(prefixes)} lines but "
+                            f"the input {len(lines)}; give one prefix per line (empty for none)")
+    out = translator.translate(lines, options, on_batch=bar.update if bar else None,
+                               prefixes=prefixes)
     if bar:
         bar.close()
     if args.alignments and args.nbest == 1:
@@ -269,6 +310,24 @@ def translate_command(args: argparse.Namespace) -> None:
         text = "".join(o + "\n" for o in out)
     else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
         text = "".join(f"{i}\t{s:.4f}\t{t}\n" for i, o in enumerate(out) for t, s in o)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def score_command(args: argparse.Namespace) -> None:
+    from .translate import DecodeOptions, load
+    options = DecodeOptions(lenpen=args.lenpen, lenpen_form=args.lenpen_form,
+                            batch_tokens=args.batch_tokens)
+    translator = load(args.checkpoint, device=args.device)
+    sources, targets = _read_lines(args.src), _read_lines(args.tgt)
+    if len(sources) != len(targets):
+        raise UserError(f"--src {args.src} has {len(sources)} lines but --tgt {args.tgt} "
+                        f"{len(targets)}; score needs aligned files")
+    scores = translator.score(sources, targets, options)
+    # total<TAB>per token<TAB>length-normalized, one line per pair, in input order
+    text = "".join(f"{x.total:.4f}\t{x.per_token:.4f}\t{x.normalized:.4f}\n" for x in scores)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

@@ -21,7 +21,16 @@ from . import checkpoint as ckpt
 from . import cpu
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
-from .decode.search import BEAM_RULES, LENGTH_PENALTIES, Hypothesis, beam_search, greedy_search
+from .decode.search import (
+    BEAM_RULES,
+    LENGTH_PENALTIES,
+    Hypothesis,
+    beam_search,
+    greedy_search,
+    length_penalty,
+    sample_search,
+)
+from .decode.ensemble import Ensemble
 from .errors import UserError
 from .model import Transformer
 
@@ -45,6 +54,9 @@ class DecodeOptions:
             (Hugging Face generate's: see ``aiayn.decode.search.beam_search``). With
             ``lenpen_form="hf"``, ``max_len_a=0`` and ``max_len_b=L - 1`` decoding reproduces
             ``generate(num_beams=beam, length_penalty=lenpen, max_length=L)``.
+        sample: draw one output per sentence instead of searching (beam and nbest unused),
+            from the distribution at ``temperature``, cut to ``top_k`` tokens (0: all) and the
+            ``top_p`` nucleus; ``seed`` makes it reproducible, sentence by sentence.
     """
 
     beam: int = 4
@@ -55,6 +67,11 @@ class DecodeOptions:
     max_len_a: float = 1.0
     max_len_b: int = 50
     beam_rules: str = "aiayn"
+    sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.beam < 1:
@@ -67,10 +84,29 @@ class DecodeOptions:
         if self.beam_rules not in BEAM_RULES:
             raise UserError(f"--beam-rules ({self.beam_rules!r}) must be one of "
                             f"{', '.join(BEAM_RULES)}")
+        if self.temperature <= 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
+            raise UserError("--temperature must be positive, --top-k >= 0 and --top-p in (0, 1]")
         if self.batch_tokens < 1:
             raise UserError(f"--batch-tokens ({self.batch_tokens}) must be at least 1")
         if self.max_len_a < 0 or self.max_len_b < 0:
             raise UserError("--max-len-a and --max-len-b must be >= 0")
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """A target's teacher-forced log-probability given its source.
+
+    total: the sum over the target's tokens and EOS; tokens: how many that is; normalized:
+    total divided by the length penalty, the score beam search reports for the same output.
+    """
+
+    total: float
+    tokens: int
+    normalized: float
+
+    @property
+    def per_token(self) -> float:
+        return self.total / self.tokens
 
 
 class Translator:
@@ -88,22 +124,32 @@ class Translator:
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu", int8: bool = False) -> "Translator":
-        """Load from a checkpoint directory or a run directory (its best, else last checkpoint).
+    def load(cls, path: str | Path | list, *, device: str = "cpu",
+             int8: bool = False) -> "Translator":
+        """Load from a checkpoint directory or a run directory (its best, else last checkpoint);
+        several paths make an ensemble (``aiayn.decode.ensemble``), which needs one vocabulary.
 
         ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
         """
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
-        directory = ckpt.resolve_checkpoint(path)
-        if ckpt.load_arch(directory) != "encoder-decoder":
-            raise UserError(f"{directory} holds a decoder-only language model; translate with an "
-                            "encoder-decoder checkpoint, or use `aiayn generate`")
-        model, tokenizer = ckpt.load_model(directory), ckpt.load_tokenizer(directory)
+        paths = list(path) if isinstance(path, (list, tuple)) else [path]
+        models, tokenizers = [], []
+        for one in paths:
+            directory = ckpt.resolve_checkpoint(one)
+            if ckpt.load_arch(directory) != "encoder-decoder":
+                raise UserError(f"{directory} holds a decoder-only language model; translate "
+                                "with an encoder-decoder checkpoint, or use `aiayn generate`")
+            models.append(ckpt.load_model(directory))
+            tokenizers.append(ckpt.load_tokenizer(directory))
+            if tokenizers[-1].fingerprint() != tokenizers[0].fingerprint():
+                raise UserError(f"{directory}: its vocabulary differs from {paths[0]}'s; an "
+                                "ensemble needs models trained on the same prepared data")
         if device == "cpu":
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
-            model = cpu.for_inference(model, int8=int8)
-        return cls(model.to(device), tokenizer)
+            models = [cpu.for_inference(m, int8=int8) for m in models]
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        return cls(model.to(device), tokenizers[0])
 
     # ---------------------------------------------------------------- encoding
     def encode_source(self, sentence: str, line: int | None = None) -> list[int]:
@@ -116,17 +162,24 @@ class Translator:
             ids = ids[:limit]
         return ids + [self.cfg.eos_id]
 
-    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
-        out = torch.full((len(rows), max(len(r) for r in rows)), self.cfg.pad_id, dtype=torch.long)
+    def _pad(self, rows: list[list[int]], fill: int | None = None) -> torch.Tensor:
+        fill = self.cfg.pad_id if fill is None else fill
+        out = torch.full((len(rows), max(len(r) for r in rows)), fill, dtype=torch.long)
         for i, row in enumerate(rows):
             out[i, :len(row)] = torch.tensor(row)
         return out.to(self.device)
 
     # -------------------------------------------------------------- translating
     def translate_ids(self, sources: list[list[int]], options: DecodeOptions | None = None, *,
-                      on_batch: Callable[[int], None] | None = None) -> list[list[Hypothesis]]:
-        """Decode token-id sources in length-sorted, token-bounded batches; input order kept."""
+                      on_batch: Callable[[int], None] | None = None,
+                      prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+        """Decode token-id sources in length-sorted, token-bounded batches; input order kept.
+
+        ``prefixes``: per source, target ids every output starts with ([] for none)."""
         o = options or DecodeOptions()
+        if prefixes is not None and len(prefixes) != len(sources):
+            raise UserError(f"{len(prefixes)} prefixes for {len(sources)} sentences; give one "
+                            "per sentence (an empty line for none)")
         results: list[list[Hypothesis]] = [[] for _ in sources]
         todo = [i for i, s in enumerate(sources) if len(s) > 1]  # only EOS: nothing to translate
         for i in set(range(len(sources))) - set(todo):
@@ -134,19 +187,29 @@ class Translator:
         if not todo:
             return results
         # a batch's padded size counts the beam rows: (sentences x beam) x longest source
-        sizes = np.array([len(sources[i]) for i in todo]) * o.beam
+        sizes = np.array([len(sources[i]) for i in todo]) * (1 if o.sample else o.beam)
         limit = max(o.batch_tokens, int(sizes.max()))
         for batch in token_batches(sizes, limit, seed=0, epoch=0, shuffle=False):
             rows = [todo[j] for j in batch]
             src = self._pad([sources[i] for i in rows])
-            if o.beam == 1 and o.nbest == 1:
+            prefix = None
+            if prefixes is not None and any(prefixes[i] for i in rows):
+                prefix = self._pad([prefixes[i] or [-1] for i in rows], fill=-1)
+            if o.sample:  # each sentence's own generator: seed and input position
+                seeds = [o.seed * 1_000_003 + i for i in rows]
+                hyps = [[h] for h in sample_search(
+                    self.model, src, seeds=seeds, temperature=o.temperature, top_k=o.top_k,
+                    top_p=o.top_p, max_len_a=o.max_len_a, max_len_b=o.max_len_b,
+                    prefix=prefix)]
+            elif o.beam == 1 and o.nbest == 1:
                 hyps = [[h] for h in greedy_search(self.model, src, max_len_a=o.max_len_a,
-                                                   max_len_b=o.max_len_b, rules=o.beam_rules)]
+                                                   max_len_b=o.max_len_b, rules=o.beam_rules,
+                                                   prefix=prefix)]
             else:
                 hyps = beam_search(self.model, src, beam=o.beam, lenpen=o.lenpen,
                                    lenpen_form=o.lenpen_form, nbest=o.nbest,
                                    max_len_a=o.max_len_a, max_len_b=o.max_len_b,
-                                   rules=o.beam_rules)
+                                   rules=o.beam_rules, prefix=prefix)
             for i, h in zip(rows, hyps):
                 results[i] = h
             if on_batch is not None:
@@ -155,25 +218,81 @@ class Translator:
 
     def translate(self, sentences: Iterable[str], options: DecodeOptions | None = None, *,
                   on_batch: Callable[[int], None] | None = None,
+                  prefixes: Iterable[str] | None = None,
                   ) -> list[str] | list[list[tuple[str, float]]]:
         """Translate sentences. nbest 1: one string each; else lists of (text, score).
 
-        An empty sentence gives an empty translation.
+        An empty sentence gives an empty translation. ``prefixes``: per sentence, target text
+        the translation starts with ("" for none); decoding continues after it.
         """
         o = options or DecodeOptions()
         sentences = list(sentences)
         sources = [self.encode_source(s, i + 1) if s.strip() else [self.cfg.eos_id]
                    for i, s in enumerate(sentences)]
-        hyps = self.translate_ids(sources, o, on_batch=on_batch)
+        prefix_ids = None
+        if prefixes is not None:
+            prefix_ids = [self.tokenizer.encode_target(p)[: self.cfg.max_len - 2] if p.strip()
+                          else [] for p in prefixes]
+        hyps = self.translate_ids(sources, o, on_batch=on_batch, prefixes=prefix_ids)
         if o.nbest == 1:
             return [self.tokenizer.decode(h[0].tokens) for h in hyps]
         return [[(self.tokenizer.decode(x.tokens), x.score) for x in h] for h in hyps]
+
+    # ------------------------------------------------------------------ scoring
+    @torch.inference_mode()
+    def score_ids(self, sources: list[list[int]], targets: list[list[int]],
+                  options: DecodeOptions | None = None) -> list[PairScore]:
+        """Teacher-forced scores of (source ids + EOS, target ids) pairs, in length-sorted,
+        token-bounded batches; input order kept. ``options`` gives the length penalty and
+        ``batch_tokens``."""
+        o, cfg = options or DecodeOptions(), self.cfg
+        if len(sources) != len(targets):
+            raise UserError(f"{len(sources)} sources but {len(targets)} targets; score needs "
+                            "one target per source")
+        out: list[PairScore | None] = [None] * len(sources)
+        sizes = np.array([max(len(s), len(t) + 1) for s, t in zip(sources, targets)])
+        if not len(sizes):
+            return []
+        limit = max(o.batch_tokens, int(sizes.max()))
+        for batch in token_batches(sizes, limit, seed=0, epoch=0, shuffle=False):
+            src = self._pad([sources[i] for i in batch])
+            tgt_in = self._pad([[cfg.start_id] + targets[i] for i in batch])
+            tgt_out = self._pad([targets[i] + [cfg.eos_id] for i in batch])
+            lprobs = self.model(src, tgt_in).float()  # (B, T, V)
+            if not getattr(self.model, "returns_log_probs", False):
+                lprobs = lprobs.log_softmax(-1)
+            picked = lprobs.gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)  # (B, T)
+            real = torch.zeros_like(tgt_out, dtype=torch.bool)
+            for row, i in enumerate(batch):
+                real[row, :len(targets[i]) + 1] = True
+            totals = picked.masked_fill(~real, 0.0).sum(1).tolist()
+            for row, i in enumerate(batch):
+                n = len(targets[i]) + 1
+                out[i] = PairScore(totals[row], n,
+                                   totals[row] / length_penalty(n, o.lenpen, o.lenpen_form))
+        return out
+
+    def score(self, sources: Iterable[str], targets: Iterable[str],
+              options: DecodeOptions | None = None) -> list[PairScore]:
+        """Teacher-forced scores of sentence pairs (``aiayn score``): how probable each target
+        is as a translation of its source."""
+        sources, targets = list(sources), list(targets)
+        if len(sources) != len(targets):
+            raise UserError(f"{len(sources)} sources but {len(targets)} targets; score needs "
+                            "one target per source")
+        limit = self.cfg.max_len - 1
+        src = [self.encode_source(s, i + 1) for i, s in enumerate(sources)]
+        tgt = [self.tokenizer.encode_target(t)[:limit] for t in targets]
+        return self.score_ids(src, tgt, options)
 
     # --------------------------------------------------------------- inspecting
     def attention(self, source: str, target: str | None = None) -> "AttentionMaps":
         """Attention maps of one sentence: teacher-forced on ``target`` when given, otherwise on
         the model's own translation (beam 4)."""
         from .inspect import attention_maps
+        if isinstance(self.model, Ensemble):
+            raise UserError("attention maps and alignments come from one model; pass one "
+                            "--checkpoint")
         src_ids = self.encode_source(source)
         if target is None:
             tgt_ids = self.translate_ids([src_ids])[0][0].tokens
@@ -189,6 +308,6 @@ class Translator:
         return pharaoh(word_alignments(self.attention(source, translation)))
 
 
-def load(path: str | Path, *, device: str = "cpu", int8: bool = False) -> Translator:
-    """Load a translator from a checkpoint or run directory."""
+def load(path: str | Path | list, *, device: str = "cpu", int8: bool = False) -> Translator:
+    """Load a translator from a checkpoint or run directory (several: an ensemble)."""
     return Translator.load(path, device=device, int8=int8)

@@ -19,6 +19,7 @@ from torch import Tensor
 from ..config import ModelConfig
 from ..cpu import top_k
 from ..model import DecoderCache
+from .sampling import filter_logits
 
 
 class Seq2Seq(Protocol):
@@ -70,13 +71,15 @@ def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> 
 
 
 def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: Tensor,
-                    min_len: int, rules: str = "aiayn") -> Tensor:
+                    min_len: int, rules: str = "aiayn", prefix: Tensor | None = None) -> Tensor:
     """Next-token log-probabilities (rows, V), normalised over the whole vocabulary, with the
     rules every search follows applied (-inf): never PAD or BOS, no EOS before ``min_len``
     tokens, only EOS at a row's length limit (with its own log-probability; with the "hf"
-    rules 0, as Hugging Face's forced EOS)."""
+    rules 0, as Hugging Face's forced EOS), and only the prefix's token where a row's target
+    prefix (``prefix`` (rows, P), padded with -1) has not ended."""
     cfg = model.cfg
-    lprobs = model.decode_step(tokens, cache)[:, -1].float().log_softmax(-1)  # (rows, V)
+    out = model.decode_step(tokens, cache)[:, -1].float()  # (rows, V)
+    lprobs = out if getattr(model, "returns_log_probs", False) else out.log_softmax(-1)
     lprobs[:, cfg.pad_id] = float("-inf")
     if cfg.bos_id is not None:
         lprobs[:, cfg.bos_id] = float("-inf")
@@ -89,18 +92,36 @@ def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: 
         # a model that rules EOS out entirely (-inf) still has to stop: log-probability 0
         forced = torch.isinf(eos) | (rules == "hf")
         lprobs[at_limit, cfg.eos_id] = torch.where(forced, 0.0, eos)[at_limit]
+    if prefix is not None and step < prefix.size(1):
+        token = prefix[:, step]  # (rows,), -1 where the prefix has ended
+        rows = (token >= 0).nonzero().squeeze(1)
+        if len(rows):
+            keep = lprobs[rows, token[rows]].clone()
+            lprobs[rows] = float("-inf")
+            lprobs[rows, token[rows]] = keep
     return lprobs
+
+
+def _prefix_lengths(prefix: Tensor | None, max_lens: Tensor, cap: int) -> Tensor:
+    """Length limits that leave room for each row's prefix and one more token."""
+    if prefix is None:
+        return max_lens
+    return torch.maximum(max_lens, (prefix >= 0).sum(1) + 1).clamp(max=cap)
 
 
 @torch.inference_mode()
 def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
-                  max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn"
-                  ) -> list[Hypothesis]:
-    """The most probable token at every step. src (N, S) -> one Hypothesis per sentence."""
+                  max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn",
+                  prefix: Tensor | None = None) -> list[Hypothesis]:
+    """The most probable token at every step. src (N, S) -> one Hypothesis per sentence.
+
+    ``prefix`` (N, P), padded with -1: target tokens each output starts with (forced, their
+    log-probabilities counted)."""
     cfg = model.cfg
     n = src.size(0)
     memory, src_mask, _ = model.encode(src)
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
+    max_lens = _prefix_lengths(prefix, max_lens, cfg.max_len)
     cache = model.init_cache(memory, src_mask, int(max_lens.max()))
     rows = torch.arange(n)  # which sentence each remaining row is
     tokens = torch.full((n, 1), cfg.start_id, dtype=torch.long, device=src.device)
@@ -108,7 +129,7 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
     scores = [0.0] * n
     step = 0
     while len(rows):
-        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules)
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules, prefix)
         best_lp, best = (t[:, 0] for t in top_k(lprobs, 1))  # (rows,)
         done = best == cfg.eos_id
         for sentence, token, lp, finished in zip(rows.tolist(), best.tolist(), best_lp.tolist(),
@@ -119,8 +140,54 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
         if done.any():
             keep = (~done).nonzero().squeeze(1)
             rows, max_lens, best = rows[keep.cpu()], max_lens[keep], best[keep]
+            prefix = prefix[keep] if prefix is not None else None
             cache.reorder(keep)
         tokens = best[:, None]
+        step += 1
+    return [Hypothesis(t, s) for t, s in zip(out, scores)]
+
+
+@torch.inference_mode()
+def sample_search(model: Seq2Seq, src: Tensor, *, seeds: list[int], temperature: float = 1.0,
+                  top_k: int = 0, top_p: float = 1.0, max_len_a: float = 1.0,
+                  max_len_b: int = 50, prefix: Tensor | None = None) -> list[Hypothesis]:
+    """One sampled output per sentence (back-translation: Edunov et al., 2018): each step draws
+    from the tempered next-token distribution, cut to the top ``top_k`` tokens and to the
+    nucleus of mass ``top_p``. Sentence i draws from its own generator seeded ``seeds[i]``, so
+    its sample does not depend on the batch it is decoded in. The score is the sample's
+    log-probability under the model (untempered)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature ({temperature}) must be positive; use beam 1 for greedy")
+    cfg = model.cfg
+    n = src.size(0)
+    generators = [torch.Generator(device=src.device).manual_seed(s) for s in seeds]
+    memory, src_mask, _ = model.encode(src)
+    max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
+    max_lens = _prefix_lengths(prefix, max_lens, cfg.max_len)
+    cache = model.init_cache(memory, src_mask, int(max_lens.max()))
+    rows = torch.arange(n)
+    tokens = torch.full((n, 1), cfg.start_id, dtype=torch.long, device=src.device)
+    out: list[list[int]] = [[] for _ in range(n)]
+    scores = [0.0] * n
+    step = 0
+    while len(rows):
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, 0, "aiayn", prefix)
+        probs = filter_logits(lprobs / temperature, top_k=top_k, top_p=top_p).softmax(-1)
+        chosen = torch.stack([torch.multinomial(probs[r], 1, generator=generators[int(s)])[0]
+                              for r, s in enumerate(rows.tolist())])  # (rows,)
+        picked = lprobs.gather(1, chosen[:, None])[:, 0]
+        done = chosen == cfg.eos_id
+        for sentence, token, lp, finished in zip(rows.tolist(), chosen.tolist(),
+                                                 picked.tolist(), done.tolist()):
+            scores[sentence] += lp
+            if not finished:
+                out[sentence].append(token)
+        if done.any():
+            keep = (~done).nonzero().squeeze(1)
+            rows, max_lens, chosen = rows[keep.cpu()], max_lens[keep], chosen[keep]
+            prefix = prefix[keep] if prefix is not None else None
+            cache.reorder(keep)
+        tokens = chosen[:, None]
         step += 1
     return [Hypothesis(t, s) for t, s in zip(out, scores)]
 
@@ -193,8 +260,8 @@ def _sentences_done(finished: list[list[Hypothesis]], sentences: Tensor, beam: i
 @torch.inference_mode()
 def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0.6,
                 lenpen_form: str = "gnmt", nbest: int = 1, max_len_a: float = 1.0,
-                max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn"
-                ) -> list[list[Hypothesis]]:
+                max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn",
+                prefix: Tensor | None = None) -> list[list[Hypothesis]]:
     """Beam search with a length penalty (§6.1: beam 4, alpha 0.6, max length input + 50).
 
     Each step takes the 2 x beam best continuations of a sentence's beams, so that beams
@@ -208,6 +275,9 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
     ``lenpen_form="hf"``, ``max_len_a=0`` and ``max_len_b=max_length - 1`` it reproduces
     ``generate(num_beams=beam, length_penalty=lenpen, max_length=max_length)``.
 
+    ``prefix`` (N, P), padded with -1: target tokens every hypothesis of a sentence starts
+    with (forced, their log-probabilities counted).
+
     Returns, per sentence, the ``nbest`` best finished hypotheses, best first.
     """
     if not 1 <= nbest <= beam:
@@ -219,6 +289,7 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
     n, device = src.size(0), src.device
     memory, src_mask, _ = model.encode(src)
     max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
+    max_lens = _prefix_lengths(prefix, max_lens, cfg.max_len)
     # At the start all beams of a sentence would be the same: decode one row per sentence and
     # expand to the full beam at the first step (unless the vocabulary cannot fill the beam:
     # then every beam from the start, the missing ones at -inf).
@@ -230,12 +301,14 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
     scores = torch.full((n, first), float("-inf"), device=device)  # (N, beams so far)
     scores[:, 0] = 0.0
     max_lens = max_lens.repeat_interleave(first)  # (N * beams,)
+    if prefix is not None:
+        prefix = prefix.repeat_interleave(first, dim=0)
     history = torch.zeros((n * first, 0), dtype=torch.long, device=device)  # tokens so far
     tokens = torch.full((n * first, 1), cfg.start_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
     step = 0
     while len(sentences):
-        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules)
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules, prefix)
         cand = _expand(lprobs, scores, beam)
         is_eos = cand.token == cfg.eos_id
         penalty = length_penalty(step + 1, lenpen, lenpen_form)
@@ -250,6 +323,7 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0
         tokens = cand.token[keep].view(-1, 1)
         scores = cand.scores[keep]
         max_lens = max_lens[rows]
+        prefix = prefix[rows] if prefix is not None else None
         sentences = sentences[keep.cpu()]
         if len(sentences):
             cache.reorder(rows, group=beam)

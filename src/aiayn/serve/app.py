@@ -16,6 +16,7 @@ Every decode goes through one ``Batcher``; request handlers only parse, validate
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -133,12 +134,11 @@ class Service:
     def __init__(self, models: list[Model], settings: Settings) -> None:
         self.models = {m.name: m for m in models}
         self.settings = settings
-        self.metrics: Metrics | None = None
+        self.metrics = Metrics(lambda: self.batcher.depth)
         self.batcher = Batcher({m.name: m.translator for m in models},
                                batch_tokens=settings.batch_tokens,
                                max_wait_ms=settings.max_wait_ms, queue_size=settings.queue_size,
-                               on_batch=lambda n, t: self.metrics.batch_done(n, t))
-        self.metrics = Metrics(lambda: self.batcher.depth)
+                               on_batch=self.metrics.batch_done)
         self.limiter = RateLimiter(settings.req_limit)
 
     # ------------------------------------------------------------------ helpers
@@ -429,6 +429,7 @@ def create_app(models: list[Model], settings: Settings | None = None) -> Starlet
         service.metrics.requests.labels("other", str(exc.status_code)).inc()
         return _error(exc.status_code, exc.detail)
 
+    @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
         await asyncio.get_running_loop().run_in_executor(None, service.batcher.close)
