@@ -83,7 +83,9 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
         new_collate = "cfg" in inspect.signature(corpus.collate).parameters
         batch = corpus.collate(indices, model.cfg) if new_collate else corpus.collate(indices)
         start = time.perf_counter()
-        _, _, n = train_step(model, optimizer, scaler, [batch], lr=1e-4, cfg=cfg, pad_id=0,
+        # older checkouts took the pad id; newer ones read it from the batch
+        pad = {"pad_id": 0} if "pad_id" in inspect.signature(train_step).parameters else {}
+        _, _, n = train_step(model, optimizer, scaler, [batch], lr=1e-4, cfg=cfg, **pad,
                              device=torch.device("cpu"))
         if i >= warm:
             tokens, seconds = tokens + n, seconds + time.perf_counter() - start

@@ -110,7 +110,7 @@ def bench(corpus, size, precision, steps, max_tokens, systems):
         for name, model in models.items():
             start = time.perf_counter()
             if name == "aiayn":
-                train_step(model, opts[name], scaler, [batch], lr=1e-4, cfg=train_cfg, pad_id=0,
+                train_step(model, opts[name], scaler, [batch], lr=1e-4, cfg=train_cfg,
                            device=torch.device("cpu"))
             else:
                 peer_step(model, opts[name], batch, precision)

@@ -89,11 +89,13 @@ def load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Te
 def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig,
                     tokenizer: AnyTokenizer, *, extra_tensors: dict[str, torch.Tensor] | None = None,
                     state: dict[str, Any] | None = None,
-                    languages: dict[str, str] | None = None) -> Path:
+                    languages: dict[str, str] | None = None,
+                    labels: list[str] | None = None) -> Path:
     """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it.
 
     ``config.json`` holds the ModelConfig plus ``arch``, the kind of model (``ARCHS``), and
-    ``languages`` ({"source": "en", "target": "es"}) when known."""
+    ``languages`` ({"source": "en", "target": "es"}) when known, and a classifier's
+    ``labels``."""
     root = run_dir / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final, tmp = root / name, root / f".tmp-{name}"
@@ -102,6 +104,8 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
     tmp.mkdir()
     save_model(model, str(tmp / WEIGHTS))
     extra = {"languages": languages} if languages else {}
+    if labels is not None:
+        extra["labels"] = labels
     (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **extra, **cfg.to_dict()},
                                          indent=2))
     tokenizer.save(tmp)
@@ -181,9 +185,19 @@ def load_arch(ckpt: Path) -> str:
     return arch
 
 
+def load_labels(ckpt: Path) -> list[str] | None:
+    """A classifier's labels, in the order of its outputs; None for other models."""
+    labels = _read_config(ckpt).get("labels")
+    if labels is not None and not (isinstance(labels, list) and len(labels) >= 2):
+        raise UserError(f"{ckpt / CONFIG}: 'labels' must be a list of at least two labels")
+    return labels
+
+
 def load_model(ckpt: Path) -> nn.Module:
     """Build the checkpoint's model from its config and load its weights."""
-    model = build_model(load_arch(ckpt), load_config(ckpt))
+    labels = load_labels(ckpt)
+    model = build_model(load_arch(ckpt), load_config(ckpt),
+                        num_classes=len(labels) if labels else None)
     load_weights(model, ckpt)
     return model
 
@@ -214,6 +228,7 @@ def load_config(ckpt: Path) -> ModelConfig:
     values = _read_config(ckpt)
     values.pop("arch", None)
     values.pop("languages", None)
+    values.pop("labels", None)
     try:
         return ModelConfig.from_dict(values)
     except (ConfigError, TypeError) as err:

@@ -67,6 +67,9 @@ def _add_prepare(sub) -> None:
                    help="the source language's code (e.g. en), kept with the data and the "
                         "checkpoints trained on it (aiayn serve uses it)")
     p.add_argument("--tgt-lang", metavar="CODE", help="the target language's code (e.g. es)")
+    p.add_argument("--task", choices=["translate", "classify"], default="translate",
+                   help="translate: parallel text; classify: text<TAB>label lines, the labels "
+                        "taken from the training data (default: translate)")
     p.add_argument("--tokenizer", metavar="CKPT",
                    help="encode with this checkpoint's vocabulary (to fine-tune it with "
                         "`aiayn train --init CKPT`) instead of training a new one")
@@ -92,7 +95,7 @@ def prepare_command(args: argparse.Namespace) -> None:
     languages = (args.src_lang, args.tgt_lang) if args.src_lang else None
     prepare(train, args.out, valid=valid, vocab_size=args.vocab_size, model_type=args.model_type,
             max_len=args.max_len, overwrite=args.overwrite, tokenizer=args.tokenizer,
-            languages=languages, log=_log)
+            languages=languages, task=args.task, log=_log)
     print(f"prepared {args.out}")
 
 
@@ -369,6 +372,27 @@ def generate_command(args: argparse.Namespace) -> None:
         top_k=args.top_k, top_p=args.top_p, seed=args.seed))
 
 
+# -------------------------------------------------------------------------- classify
+def _add_classify(sub) -> None:
+    p = sub.add_parser("classify", help="label text with an encoder classifier")
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="a classifier (train --arch encoder --task classify) or its run")
+    p.add_argument("-i", "--input", metavar="FILE", help="one text a line (default: stdin)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(command_fn=classify_command)
+
+
+def classify_command(args: argparse.Namespace) -> None:
+    from .classify import Classifier
+    classifier = Classifier.load(args.checkpoint)
+    results = classifier.classify(_read_lines(args.input))
+    text = "".join(f"{label}\t{prob:.4f}\n" for label, prob in results)  # label<TAB>probability
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
 # ------------------------------------------------------------------ attend, positions
 def _add_inspection(sub) -> None:
     p = sub.add_parser("attend", help="attention heat maps (PNG) and an HTML browser")
@@ -547,8 +571,8 @@ def serve_command(args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------------------ main
 SUBCOMMANDS: tuple[Callable, ...] = (_add_prepare, _add_train, _add_average_plot,
-                                     _add_translate_evaluate, _add_generate, _add_inspection,
-                                     _add_interop, _add_serve)
+                                     _add_translate_evaluate, _add_generate, _add_classify,
+                                     _add_inspection, _add_interop, _add_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

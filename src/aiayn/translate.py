@@ -21,6 +21,7 @@ from . import checkpoint as ckpt
 from . import cpu
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
+from .decode.ensemble import Ensemble
 from .decode.search import (
     BEAM_RULES,
     LENGTH_PENALTIES,
@@ -30,7 +31,6 @@ from .decode.search import (
     length_penalty,
     sample_search,
 )
-from .decode.ensemble import Ensemble
 from .errors import UserError
 from .model import Transformer
 

@@ -65,6 +65,10 @@ class ParallelCorpus:
         # the longer side in model positions, source + EOS or target + BOS/EOS
         sizes = np.maximum(np.diff(src_offsets), np.diff(tgt_offsets)) + 1
         self.sizes = sizes.astype(np.uint16 if sizes.max(initial=0) < 2 ** 16 else np.int32)
+        stats = data_dir / STATS
+        # a classification corpus: the target side is one label index per text
+        self.labels = (json.loads(stats.read_text()).get("labels") if stats.is_file()
+                       else None)
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -80,10 +84,18 @@ class ParallelCorpus:
 
     def collate(self, indices: np.ndarray, cfg: ModelConfig) -> "Batch":
         """Pad a batch with the model's special ids: src = ids + EOS; tgt_in = start (BOS, or
-        pad for Marian) + ids; tgt_out = ids + EOS."""
+        pad for Marian) + ids; tgt_out = ids + EOS. A classification corpus gives tgt_out
+        (B, 1) label indices (and ``pad_id`` -1: every label counts)."""
         srcs = [self.ids("src", i) for i in indices]
         tgts = [self.ids("tgt", i) for i in indices]
         b, pad = len(indices), cfg.pad_id
+        if self.labels is not None:  # text + EOS; the label index, no padding (pad_id -1)
+            src = torch.full((b, max(len(s) for s in srcs) + 1), pad, dtype=torch.long)
+            for row, s in enumerate(srcs):
+                src[row, :len(s)] = torch.from_numpy(s.astype(np.int64))
+                src[row, len(s)] = cfg.eos_id
+            labels = torch.tensor([[int(t[0])] for t in tgts])
+            return Batch(src, src, labels, -1)
         src = torch.full((b, max(len(s) for s in srcs) + 1), pad, dtype=torch.long)
         t = max(len(x) for x in tgts) + 1
         tgt_in = torch.full((b, t), pad, dtype=torch.long)

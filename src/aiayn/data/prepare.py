@@ -143,8 +143,10 @@ class _IdWriter:
 
 
 def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: str,
-                 max_len: int, keep_text: bool) -> SplitStats:
-    """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``."""
+                 max_len: int, keep_text: bool, labels: list[str] | None = None) -> SplitStats:
+    """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``.
+
+    With ``labels`` (classification) the target side is a label: its index is the one id."""
     largest = max(tokenizer.vocab_size, tokenizer.target_vocab_size)
     dtype = np.dtype(np.uint16 if largest <= 65535 else np.uint32)
     writers = {side: _IdWriter(out / ids_file(split, side), out / offsets_file(split, side), dtype)
@@ -155,7 +157,10 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
 
     def flush(batch: list[tuple[str, str]]) -> None:
         src_ids = tokenizer.encode_batch([s for s, _ in batch])
-        tgt_ids = tokenizer.encode_batch([t for _, t in batch], side="target")
+        if labels is None:
+            tgt_ids = tokenizer.encode_batch([t for _, t in batch], side="target")
+        else:
+            tgt_ids = [[labels.index(t)] for _, t in batch]
         for (s_text, t_text), s, t in zip(batch, src_ids, tgt_ids):
             # +1: each side carries one special token (EOS on the source, BOS/EOS on the target)
             if len(s) + 1 > max_len or len(t) + 1 > max_len:
@@ -171,8 +176,12 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
                 texts["tgt"].write(t_text + "\n")
 
     batch: list[tuple[str, str]] = []
-    for s, t in read_pairs(source):
+    for number, (s, t) in enumerate(read_pairs(source), 1):
         s, t = s.strip(), t.strip()
+        if labels is not None and s and t not in labels:
+            why = "has no label" if not t else f"has the label {t!r}, unseen in training"
+            raise UserError(f"{source.describe()}: line {number} {why}; every line needs "
+                            "text<TAB>label with a label of the training data")
         if not s or not t:
             stats.empty_skipped += 1
             continue
@@ -198,12 +207,14 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             vocab_size: int = 8000, model_type: str = "bpe", max_len: int = 256,
             sample_sentences: int = 2_000_000, overwrite: bool = False,
             tokenizer: str | Path | None = None, languages: tuple[str, str] | None = None,
-            log=print) -> dict:
+            task: str = "translate", log=print) -> dict:
     """Check, train the shared vocabulary on both sides of ``train``, encode every split.
 
     ``tokenizer``: a checkpoint (or run) whose vocabulary encodes the text instead, for
     fine-tuning it; ``vocab_size`` and ``model_type`` are unused then. ``languages``:
     (source, target) codes such as ("en", "es"), kept with the data and its checkpoints.
+    ``task`` "classify": the target side is a label (text<TAB>label); the vocabulary is
+    trained on the texts and the labels, taken from the training data, are kept in stats.
 
     Returns the statistics also written to ``out/stats.json``.
     Raises UserError for bad input; ``out`` is left untouched then.
@@ -216,6 +227,8 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         raise UserError(f"--vocab-size ({vocab_size}) is too small; use at least 16")
     if max_len < 3:
         raise UserError(f"--max-len ({max_len}) must be at least 3")
+    if task not in ("translate", "classify"):
+        raise UserError(f"--task ({task!r}) must be translate or classify")
     given = None
     if tokenizer is not None:
         from .. import checkpoint as ckpt  # the checkpoint module reads data-directory names
@@ -228,9 +241,18 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     os.chmod(work, 0o755)
     try:
+        labels = None
+        if task == "classify":
+            labels = sorted({t.strip() for s, t in read_pairs(train) if s.strip()})
+            if "" in labels:
+                labels.remove("")
+            if len(labels) < 2:
+                raise UserError(f"{train.describe()}: classification needs at least two labels "
+                                f"(found {labels}); every line is text<TAB>label")
+
         def sentences() -> Iterator[str]:
             for s, t in read_pairs(train):
-                for text in (s.strip(), t.strip()):
+                for text in (s.strip(),) if labels is not None else (s.strip(), t.strip()):
                     if text:
                         yield text
 
@@ -248,9 +270,12 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
                        "max_len": max_len, "splits": {}}
         if languages is not None:
             stats["languages"] = {"source": languages[0], "target": languages[1]}
+        if labels is not None:
+            stats["task"], stats["labels"] = "classify", labels
         for name, source in splits.items():
             log(f"encoding {name} ({source.describe()})")
-            split = encode_split(vocab, source, work, name, max_len, keep_text=name != "train")
+            split = encode_split(vocab, source, work, name, max_len, keep_text=name != "train",
+                                 labels=labels)
             stats["splits"][name] = dict(vars(split))
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "

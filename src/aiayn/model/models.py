@@ -207,14 +207,17 @@ class EncoderModel(nn.Module):
 
 
 ARCHS: dict[str, type[nn.Module]] = {"encoder-decoder": Transformer,
-                                     "decoder-only": LanguageModel}
+                                     "decoder-only": LanguageModel, "encoder": EncoderModel}
 
 
-def build_model(arch: str, cfg: ModelConfig) -> nn.Module:
-    """The model of one architecture: "encoder-decoder" (``Transformer``, translation) or
-    "decoder-only" (``LanguageModel``)."""
+def build_model(arch: str, cfg: ModelConfig, *, num_classes: int | None = None) -> nn.Module:
+    """The model of one architecture: "encoder-decoder" (``Transformer``, translation),
+    "decoder-only" (``LanguageModel``) or "encoder" (``EncoderModel``, with a classifier of
+    ``num_classes`` outputs)."""
     if arch not in ARCHS:
         raise ValueError(f"arch ({arch!r}) must be one of {', '.join(ARCHS)}")
+    if arch == "encoder":
+        return EncoderModel(cfg, num_classes=num_classes)
     return ARCHS[arch](cfg)
 
 

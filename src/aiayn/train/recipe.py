@@ -17,7 +17,8 @@ from ..config import PRESETS, ConfigError, ModelConfig, check_keys
 PRECISIONS = ("fp32", "bf16", "fp16")
 
 
-ARCHS = ("encoder-decoder", "decoder-only")
+ARCHS = ("encoder-decoder", "decoder-only", "encoder")
+TASKS = ("translate", "classify")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -38,8 +39,12 @@ class TrainConfig:
     does and its unit; `aiayn train` makes one flag of each.
     """
 
-    arch: str = setting("encoder-decoder", "what to train: encoder-decoder (translation) or "
-                        "decoder-only (a language model on the target side)", choices=ARCHS)
+    arch: str = setting("encoder-decoder", "what to train: encoder-decoder (translation), "
+                        "decoder-only (a language model on the target side) or encoder (a "
+                        "classifier, with --task classify)", choices=ARCHS)
+    task: str = setting("translate", "translate (sequences: encoder-decoder, decoder-only) or "
+                        "classify (labels: --arch encoder on data prepared with --task "
+                        "classify)", choices=TASKS)
     preset: str = setting("base", "model size that --model overrides apply to",
                           choices=tuple(PRESETS))
     model: dict[str, Any] = setting(dict, "ModelConfig overrides (vocabulary size and special "
@@ -106,6 +111,9 @@ class TrainConfig:
         if len(self.adam_betas) != 2 or not all(0 <= b < 1 for b in self.adam_betas):
             fail("adam_betas", "must be two numbers in [0, 1)")
         object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
+        if (self.arch == "encoder") != (self.task == "classify"):
+            raise ConfigError("--arch encoder goes with --task classify, and --task classify "
+                              "with --arch encoder")
         if not self.init:
             ModelConfig.preset(self.preset, **self.model)  # validates preset and overrides early
 

@@ -29,7 +29,7 @@ from ..data.corpus import Batch, ParallelCorpus, read_stats, text_file, token_ba
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
-from ..model import LanguageModel, build_model
+from ..model import EncoderModel, LanguageModel, build_model
 from ..translate import DecodeOptions, Translator
 from .metrics import MetricsLog, Window, describe
 from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
@@ -82,6 +82,7 @@ class Run:
     references: list[str]
     tokenizer: AnyTokenizer
     languages: dict[str, str] | None
+    labels: list[str] | None
     state: TrainState
     metrics: MetricsLog
 
@@ -137,7 +138,14 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
 
     # 2) model and optimizer; resume restores both, the RNG and the data position
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.arch, model_cfg).to(device)
+    labels = stats.get("labels")
+    if (cfg.task == "classify") != (labels is not None):
+        raise UserError(f"{data_dir}: " + ("prepared for classification; train it with --arch "
+                                           "encoder --task classify" if labels else
+                                           "not prepared for classification; prepare it with "
+                                           "--task classify"))
+    model = build_model(cfg.arch, model_cfg,
+                        num_classes=len(labels) if labels else None).to(device)
     if cfg.init and not resume:
         ckpt.load_weights(model, ckpt.resolve_checkpoint(cfg.init))
         log(f"starting from the weights of {cfg.init}")
@@ -163,8 +171,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
-               train_data, valid_data, references, tokenizer, stats.get("languages"), state,
-               metrics)
+               train_data, valid_data, references, tokenizer, stats.get("languages"), labels,
+               state, metrics)
 
 
 def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
@@ -218,7 +226,7 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
     for micro in _micro_batches(run):
         lr = noam_lr(state.step + 1, run.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
         window.add(*train_step(run.net, run.optimizer, run.scaler, micro, lr=lr, cfg=cfg,
-                               pad_id=run.model_cfg.pad_id, device=run.device))
+                               device=run.device))
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
         if bar is not None:
             bar.update(1)
@@ -315,7 +323,7 @@ def save(run: Run) -> None:
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     name = ckpt.step_name(state.step)
     ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer,
-                         extra_tensors=tensors, languages=run.languages,
+                         extra_tensors=tensors, languages=run.languages, labels=run.labels,
                          state={**state.to_json(), "optimizer": optimizer_meta,
                                 "train_config": run.cfg.to_dict()})
     if state.best["step"] == state.step:
@@ -328,17 +336,39 @@ def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
     """Validation label-smoothed loss, NLL and perplexity per target token."""
     model.eval()
     loss_sum = nll_sum = tokens = 0.0
+    predicted: list[torch.Tensor] = []
+    gold: list[torch.Tensor] = []
     with torch.inference_mode(), _autocast(device, cfg.precision):
         for indices in token_batches(corpus.sizes, cfg.max_tokens, seed=0, epoch=0, shuffle=False):
             batch = corpus.collate(indices, model.cfg).to(device)
             logits = _forward(model, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
-                                           cfg.label_smoothing, model.cfg.pad_id)
+                                           cfg.label_smoothing, batch.pad_id)
             loss_sum, nll_sum = loss_sum + float(loss), nll_sum + float(nll)
             tokens += batch.target_tokens
+            if corpus.labels is not None:
+                predicted.append(logits[:, 0].argmax(-1))
+                gold.append(batch.tgt_out[:, 0])
     model.train()
     nll = nll_sum / tokens
-    return {"valid_loss": loss_sum / tokens, "valid_nll": nll, "valid_ppl": math.exp(min(nll, 50))}
+    record = {"valid_loss": loss_sum / tokens, "valid_nll": nll,
+              "valid_ppl": math.exp(min(nll, 50))}
+    if corpus.labels is not None:
+        record.update(classification_scores(torch.cat(predicted), torch.cat(gold),
+                                            len(corpus.labels)))
+    return record
+
+
+def classification_scores(predicted: torch.Tensor, gold: torch.Tensor, classes: int) -> dict:
+    """Accuracy and macro-averaged F1 (a class that never occurs nor is predicted counts 0)."""
+    f1 = []
+    for c in range(classes):
+        tp = int(((predicted == c) & (gold == c)).sum())
+        fp = int(((predicted == c) & (gold != c)).sum())
+        fn = int(((predicted != c) & (gold == c)).sum())
+        f1.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return {"valid_accuracy": float((predicted == gold).float().mean()),
+            "valid_f1": sum(f1) / classes}
 
 
 def evaluate_bleu(run: Run, count: int) -> float:
@@ -357,7 +387,7 @@ def evaluate_bleu(run: Run, count: int) -> float:
 
 
 def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-               micro: list[Batch], *, lr: float, cfg: TrainConfig, pad_id: int,
+               micro: list[Batch], *, lr: float, cfg: TrainConfig,
                device: torch.device) -> tuple[float, float, int]:
     """One optimizer step over the micro-batches ``micro`` (gradient accumulation).
 
@@ -381,7 +411,7 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
             with _autocast(device, cfg.precision):
                 logits = _forward(net, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
-                                           cfg.label_smoothing, pad_id)
+                                           cfg.label_smoothing, batch.pad_id)
             scaler.scale(loss * norm).backward()
         loss_sum += loss.item()
         nll_sum += nll.item()
@@ -401,6 +431,8 @@ def _forward(net: nn.Module, batch: Batch) -> torch.Tensor:
     module = net.module if isinstance(net, DistributedDataParallel) else net
     if isinstance(module, LanguageModel):
         return net(batch.tgt_in)
+    if isinstance(module, EncoderModel):  # (B, 1, classes): one prediction per text
+        return net(batch.src).logits[:, None, :]
     return net(batch.src, batch.tgt_in)
 
 
