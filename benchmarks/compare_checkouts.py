@@ -85,8 +85,8 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
         start = time.perf_counter()
         # older checkouts took the pad id; newer ones read it from the batch
         pad = {"pad_id": 0} if "pad_id" in inspect.signature(train_step).parameters else {}
-        _, _, n = train_step(model, optimizer, scaler, [batch], lr=1e-4, cfg=cfg, **pad,
-                             device=torch.device("cpu"))
+        n = train_step(model, optimizer, scaler, [batch], lr=1e-4, cfg=cfg, **pad,
+                       device=torch.device("cpu"))[2]
         if i >= warm:
             tokens, seconds = tokens + n, seconds + time.perf_counter() - start
     print(tokens / seconds)

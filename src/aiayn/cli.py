@@ -146,11 +146,17 @@ def _train_config(args: argparse.Namespace):
     return TrainConfig.from_dict(values)
 
 
-def train_command(args: argparse.Namespace) -> None:
+# exit status of a training stopped by SIGTERM/SIGINT after writing its checkpoint
+# (EX_TEMPFAIL: run it again with --resume)
+PREEMPTED = 75
+
+
+def train_command(args: argparse.Namespace) -> int:
     from .train.trainer import train
     summary = train(args.data, args.out, _train_config(args), resume=args.resume,
                     progress=not args.no_progress, log=_log)
     print(json.dumps(summary, indent=1))
+    return PREEMPTED if summary["stopped"] == "signal" else 0
 
 
 # --------------------------------------------------------------------- average, plot
@@ -535,12 +541,11 @@ def _served_models(specs: list[str], int8: bool):
 
 def serve_command(args: argparse.Namespace) -> None:
     import logging
-    for module in ("starlette", "uvicorn", "prometheus_client", "sentencex", "multipart"):
-        try:
-            __import__(module)
-        except ImportError:
-            raise UserError(f"serve needs {module}: pip install 'aiayn[serve]'") from None
-    import uvicorn
+
+    from .errors import require
+    for module in ("starlette", "prometheus_client", "sentencex", "multipart"):
+        require(module, "serve", "serve")
+    uvicorn = require("uvicorn", "serve", "serve")
 
     from .serve.app import Settings, create_app
     keys = None
@@ -586,8 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.command_fn(args)
-        return 0
+        return args.command_fn(args) or 0
     except (UserError, ConfigError) as err:
         print(f"aiayn: error: {err}", file=sys.stderr)
         return 2

@@ -22,10 +22,11 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
             "chrf": c.score, "chrf_signature": str(chrf.get_signature())}
 
 
-def evaluate(checkpoint: str | Path, sources: list[str], references: list[str],
+def evaluate(checkpoint: str | Path | list, sources: list[str], references: list[str],
              options: DecodeOptions | None = None, *, device: str = "cpu",
              int8: bool = False) -> dict:
-    """Translate ``sources`` with the checkpoint and score against ``references``."""
+    """Translate ``sources`` with the checkpoint (several: an ensemble) and score against
+    ``references``."""
     if len(sources) != len(references):
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")

@@ -82,3 +82,16 @@ def test_existing_output_is_not_overwritten(tmp_path, toy_data):
     with pytest.raises(UserError, match="already exists and is not empty"):
         quiet_prepare(TextPair(src, tgt), tmp_path / "out", vocab_size=40)
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+
+
+def test_byte_fallback_lets_unseen_characters_round_trip(tmp_path):
+    from aiayn.data.tokenizer import train_tokenizer
+    from tests.conftest import toy_pairs
+    text = [s for pair in toy_pairs(400) for s in pair]
+    tokenizer = train_tokenizer(text, tmp_path / "big", vocab_size=600)
+    for unseen in ["alpha ☃ snowman", "ΩMEGA 日本語", "l'apostrophe «quoted» 🙂"]:
+        ids = tokenizer.encode(unseen)
+        assert 1 not in ids  # no <unk>
+        assert tokenizer.decode(ids) == unseen
+    small = train_tokenizer(text, tmp_path / "small", vocab_size=100)  # no room for bytes
+    assert 1 in small.encode("☃")

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from aiayn.cli import main
+from aiayn import errors
 from aiayn.errors import UserError
 from aiayn.interop import require
 from tests.interop.marian_folders import build, demo_lines
@@ -96,3 +97,5 @@ def test_import_reads_a_pickle_free_bin(folder, tmp_path):
 def test_a_missing_extra_names_it():
     with pytest.raises(UserError, match=r"pip install 'aiayn\[interop\]'"):
         require("no_such_module_for_aiayn", "export --to hf")
+    with pytest.raises(UserError, match=r"^serve needs nothing_here: pip install 'aiayn\[serve\]'"):
+        errors.require("nothing_here", "serve", "serve")

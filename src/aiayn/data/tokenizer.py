@@ -202,17 +202,28 @@ def load_tokenizer(directory: str | Path) -> AnyTokenizer:
                     f"with {MarianVocab.SOURCE_SPM} and {MarianVocab.TARGET_SPM}) inside")
 
 
+# byte fallback needs the 256 byte pieces beside the text's own: smaller vocabularies go without
+BYTE_FALLBACK_MIN_VOCAB = 512
+
+
 def train_tokenizer(sentences: Iterable[str], prefix: Path, *, vocab_size: int,
-                    model_type: str = "bpe", sample_sentences: int = 2_000_000) -> Tokenizer:
+                    model_type: str = "bpe", sample_sentences: int = 2_000_000,
+                    byte_fallback: bool | None = None) -> Tokenizer:
     """Train on an iterator of sentences; writes ``prefix.model`` and returns the tokenizer.
 
     ``sample_sentences`` bounds the memory SentencePiece uses on a large corpus (it samples).
+    ``byte_fallback`` (default: on from ``BYTE_FALLBACK_MIN_VOCAB`` pieces) spells a character
+    the vocabulary never saw as its UTF-8 bytes instead of ``<unk>``, so it survives a round
+    trip through encode and decode.
     """
+    if byte_fallback is None:
+        byte_fallback = vocab_size >= BYTE_FALLBACK_MIN_VOCAB
     options = dict(
         sentence_iterator=iter(sentences), model_prefix=str(prefix), vocab_size=vocab_size,
         model_type=model_type, character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID,
         bos_id=BOS_ID, eos_id=EOS_ID, input_sentence_size=sample_sentences,
         shuffle_input_sentence=True, hard_vocab_limit=False, num_threads=2, minloglevel=2,
+        byte_fallback=byte_fallback,
     )
     with open(os.devnull, "w") as quiet:
         try:

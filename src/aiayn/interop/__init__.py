@@ -7,15 +7,11 @@ aiayn's own dependencies; exporting builds the other library's model, so it need
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-from ..errors import UserError
+from .. import errors
 
 
 def require(module: str, what: str) -> ModuleType:
-    """Import an optional dependency of the ``interop`` extra, or a one-line error naming it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise UserError(f"{what} needs {module}: pip install 'aiayn[interop]'") from None
+    """Import a dependency of the ``interop`` extra, or a one-line error naming the extra."""
+    return errors.require(module, what, "interop")

@@ -80,6 +80,8 @@ class TrainConfig:
     valid_bleu_sentences: int = setting(200, "validation sentences decoded (greedy) for BLEU; "
                                         "0 = no BLEU", unit="SENTENCES")
     keep_last: int = setting(5, "step checkpoints kept besides the best", unit="CHECKPOINTS")
+    max_bad_steps: int = setting(5, "stop after this many steps in a row with a non-finite "
+                                 "loss or gradient (each one is skipped)", unit="STEPS")
     patience: int = setting(0, "stop after this many validations without a lower validation "
                             "loss; 0 = never", unit="VALIDATIONS")
     log_every: int = setting(10, "steps between lines of RUN/metrics.jsonl", unit="STEPS")
@@ -91,7 +93,8 @@ class TrainConfig:
         def fail(name: str, why: str) -> None:
             raise ConfigError(f"{name} ({getattr(self, name)!r}) {why}")
 
-        for name in ("max_tokens", "grad_accum", "warmup", "valid_every", "log_every"):
+        for name in ("max_tokens", "grad_accum", "warmup", "valid_every", "log_every",
+                     "max_bad_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 fail(name, "must be a positive integer")
         for name in ("max_steps", "max_epochs", "keep_last", "patience", "threads",

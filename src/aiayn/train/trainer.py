@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -38,22 +40,27 @@ from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
 @dataclass
 class TrainState:
     """Where training is: optimizer steps done, the next batch of the epoch, the best
-    validation so far and how many validations since it (for patience)."""
+    validation so far and how many validations since it (for patience), and the steps
+    skipped for a non-finite loss or gradient."""
 
     step: int = 0
     epoch: int = 0
     batch: int = 0
     best: dict = field(default_factory=lambda: {"valid_loss": float("inf"), "step": 0})
     bad_validations: int = 0
+    skipped: int = 0  # steps skipped for a non-finite loss or gradient
+    bad_steps: int = 0  # of them, how many in a row up to now
 
     def to_json(self) -> dict:
         return {"position": {"step": self.step, "epoch": self.epoch, "batch": self.batch},
-                "best": self.best, "bad_validations": self.bad_validations}
+                "best": self.best, "bad_validations": self.bad_validations,
+                "skipped": self.skipped, "bad_steps": self.bad_steps}
 
     @classmethod
     def from_json(cls, state: dict) -> "TrainState":
         return cls(**state["position"], best=state["best"],
-                   bad_validations=state["bad_validations"])
+                   bad_validations=state["bad_validations"],
+                   skipped=state.get("skipped", 0), bad_steps=state.get("bad_steps", 0))
 
     def validated(self, record: dict) -> None:
         """Count a validation: the best so far, or one more without improvement."""
@@ -210,14 +217,49 @@ def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
     return state
 
 
+class Preemption:
+    """SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) asks training to stop: the current
+    step finishes, a checkpoint is written and ``train`` returns with ``stopped`` "signal".
+    A second signal stops at once (KeyboardInterrupt). Handlers are installed only in the main
+    thread and restored on exit."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.previous: dict[int, object] = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self.received = signum
+
+    def __enter__(self) -> "Preemption":
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
 def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume: bool = False,
           progress: bool = True, log=print) -> dict:
     """Train a model on a prepared data directory; checkpoints go to ``run_dir``.
 
-    Returns a summary: steps, final and best validation figures, the last checkpoint.
+    Returns a summary: steps, final and best validation figures, the last checkpoint, and why
+    it stopped ("signal" when preempted: ``resume=True`` then continues exactly).
     Raises UserError for bad data, flags or checkpoints.
     """
-    run = setup(Path(data_dir), Path(run_dir), cfg, resume=resume, log=log)
+    with Preemption() as preemption:
+        return _train(Path(data_dir), Path(run_dir), cfg, resume, progress, log, preemption)
+
+
+def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progress: bool,
+           log, preemption: Preemption) -> dict:
+    run = setup(data_dir, run_dir, cfg, resume=resume, log=log)
     state = run.state
     start_time, start_step = time.monotonic(), state.step
     bar = _progress_bar(cfg, state) if progress and run.is_main else None
@@ -225,12 +267,17 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
     run.net.train()
     for micro in _micro_batches(run):
         lr = noam_lr(state.step + 1, run.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
-        window.add(*train_step(run.net, run.optimizer, run.scaler, micro, lr=lr, cfg=cfg,
-                               device=run.device))
+        loss, nll, tokens, finite = train_step(run.net, run.optimizer, run.scaler, micro, lr=lr,
+                                               cfg=cfg, device=run.device)
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
+        if finite:
+            window.add(loss, nll, tokens)
+            state.bad_steps = 0
+        else:
+            _skipped(run, lr, log)
         if bar is not None:
             bar.update(1)
-        if state.step % cfg.log_every == 0:
+        if state.step % cfg.log_every == 0 and window.tokens:  # (a skipped step logs nothing)
             record = window.record(state.step, state.epoch, lr, run.world)
             run.metrics.write(record)
             if bar is not None:
@@ -238,6 +285,9 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
                                 tok_s=f"{record['tokens_per_s']:.0f}")
             window = Window()
         stop = _budget_spent(cfg, state, start_time, run.world)
+        if preemption.received is not None:  # a checkpoint, no validation: resume is exact
+            stop = "signal"
+            break
         if state.step % cfg.valid_every == 0 or stop:
             summary = validate(run)
             if bar is not None and len(summary) > 1:  # progress and validation to stderr
@@ -257,10 +307,31 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
         save(run)
     if run.world > 1:
         dist.barrier()
-    return {"stopped": stop, "step": state.step, "epoch": state.epoch,
+    if stop == "signal":
+        name = signal.Signals(preemption.received).name
+        log(f"stopped by {name} after step {state.step}; checkpoint "
+            f"{run.run_dir / 'checkpoints' / ckpt.step_name(state.step)} written: "
+            "continue with --resume")
+    return {"stopped": stop, "step": state.step, "epoch": state.epoch, "skipped": state.skipped,
             "steps_run": state.step - start_step, "minutes": (time.monotonic() - start_time) / 60,
             "last": summary, "best": state.best,
             "checkpoint": str((run.run_dir / "checkpoints" / "last").resolve())}
+
+
+def _skipped(run: Run, lr: float, log) -> None:
+    """Count a step skipped for a non-finite loss or gradient; stop after too many in a row."""
+    state = run.state
+    state.skipped, state.bad_steps = state.skipped + 1, state.bad_steps + 1
+    if run.is_main:
+        log(f"step {state.step}: the loss or a gradient is not finite; the step was skipped "
+            f"({state.skipped} so far)")
+    if state.bad_steps >= run.cfg.max_bad_steps:
+        good = ckpt.list_step_checkpoints(run.run_dir)
+        last = good[-1] if good else "none yet"
+        raise UserError(f"training diverged: {state.bad_steps} steps in a row up to step "
+                        f"{state.step} had a non-finite loss or gradient (learning rate "
+                        f"{lr:.3g}); the last good checkpoint is {last}; resume from it with "
+                        "a lower --lr-scale or with --clip-norm")
 
 
 def _micro_batches(run: Run) -> Iterator[list[Batch]]:
@@ -388,12 +459,13 @@ def evaluate_bleu(run: Run, count: int) -> float:
 
 def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
                micro: list[Batch], *, lr: float, cfg: TrainConfig,
-               device: torch.device) -> tuple[float, float, int]:
+               device: torch.device) -> tuple[float, float, int, bool]:
     """One optimizer step over the micro-batches ``micro`` (gradient accumulation).
 
     The loss is summed over target tokens and divided by the step's token count across all
-    ranks; DDP averages gradients over ranks, hence the factor ``world``. Returns this rank's
-    summed smoothed loss, summed NLL and target tokens.
+    ranks; DDP averages gradients over ranks, hence the factor ``world``. A step whose loss or
+    gradient is not finite leaves the weights and the optimizer as they were. Returns this
+    rank's summed smoothed loss, summed NLL, target tokens, and whether the step was finite.
     """
     _, world = _dist()
     ddp = net if isinstance(net, DistributedDataParallel) else None
@@ -416,14 +488,20 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
         loss_sum += loss.item()
         nll_sum += nll.item()
         tokens += batch.target_tokens
+    scaler.unscale_(optimizer)  # (a no-op unless fp16 loss scaling is on)
+    grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+             if p.grad is not None]
     if cfg.clip_norm:
-        scaler.unscale_(optimizer)
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        nn.utils.clip_grad_norm_(params, cfg.clip_norm)
-    scaler.step(optimizer)
+        grad_norm = nn.utils.clip_grad_norm_(
+            [p for group in optimizer.param_groups for p in group["params"]], cfg.clip_norm)
+    else:
+        grad_norm = nn.utils.get_total_norm(grads)
+    finite = bool(torch.isfinite(grad_norm)) and math.isfinite(loss_sum)
+    if finite or scaler.is_enabled():  # fp16: the scaler skips such a step and lowers its scale
+        scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
-    return loss_sum, nll_sum, tokens
+    return loss_sum, nll_sum, tokens, finite
 
 
 def _forward(net: nn.Module, batch: Batch) -> torch.Tensor:

@@ -1,0 +1,54 @@
+"""Preemption: SIGTERM finishes the step, writes a checkpoint, exits 75; --resume continues to
+the same losses and weights as a run never stopped."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import torch
+from safetensors.torch import load_file
+
+from aiayn import checkpoint as ckpt
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+from tests.conftest import FAST, losses
+
+STEPS = 300
+FLAGS = ["--preset", "tiny", "--model", "dropout=0.1", "--max-tokens", "150", "--warmup", "10",
+         "--valid-every", "100", "--log-every", "1", "--valid-bleu-sentences", "0",
+         "--max-steps", str(STEPS), "--no-progress"]
+
+
+def test_sigterm_checkpoints_and_resume_is_exact(toy_data, tmp_path):
+    cfg = TrainConfig(**{**FAST, "valid_every": 100, "valid_bleu_sentences": 0},
+                      max_steps=STEPS)
+    train(toy_data, tmp_path / "whole", cfg, progress=False, log=lambda *_: None)
+
+    run = tmp_path / "stopped"
+    command = [sys.executable, "-m", "aiayn", "train", "--data", str(toy_data), "--out",
+               str(run), *FLAGS]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    metrics = run / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # signal once training is well under way
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 30:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 75, err.decode()
+    stopped_at = json.loads(out)["step"]
+    assert 30 <= stopped_at < STEPS
+    assert f"stopped by SIGTERM after step {stopped_at}" in err.decode()
+    assert (run / "checkpoints" / ckpt.step_name(stopped_at) / ckpt.WEIGHTS).is_file()
+
+    resumed = subprocess.run(command + ["--resume"], capture_output=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert losses(tmp_path / "whole") == losses(run)
+    a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
+    b = load_file(str(run / "checkpoints/last" / ckpt.WEIGHTS))
+    assert all(torch.equal(a[k], b[k]) for k in a)
