@@ -12,6 +12,7 @@ from aiayn.cli import main
 from aiayn.data.tokenizer import train_tokenizer
 from aiayn.decode.ensemble import Ensemble
 from aiayn.errors import UserError
+from aiayn.integrity import write_checksums
 from aiayn.translate import DecodeOptions, load
 from tests.conftest import WORDS, toy_pairs
 
@@ -116,6 +117,7 @@ def test_an_ensemble_needs_one_vocabulary(toy_model, tmp_path):
     train_tokenizer([s for pair in toy_pairs(200, seed=3) for s in pair], tmp_path / "spm",
                     vocab_size=90)
     shutil.copyfile(tmp_path / "spm.model", other / "tokenizer.model")
+    write_checksums(other)  # a consistent checkpoint, only with another vocabulary
     with pytest.raises(UserError, match="its vocabulary differs"):
         load([toy_model, other])
 

@@ -33,6 +33,7 @@ from .config import ConfigError, ModelConfig
 from .data.tokenizer import AnyTokenizer
 from .data.tokenizer import load_tokenizer as find_tokenizer
 from .errors import UserError
+from .integrity import recorded, verify, write_checksums
 from .model import ARCHS, arch_of, build_model
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
@@ -112,6 +113,7 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
     if state is not None:
         save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
         (tmp / STATE_JSON).write_text(json.dumps(state, indent=1) + "\n")
+    write_checksums(tmp)
     for file in tmp.iterdir():
         with open(file, "rb") as handle:
             os.fsync(handle.fileno())
@@ -166,6 +168,7 @@ def list_checkpoints(run_dir: Path) -> list[str]:
 
 
 def _read_config(ckpt: Path) -> dict:
+    verify(ckpt, [CONFIG])
     try:
         values = json.loads((ckpt / CONFIG).read_text())
     except FileNotFoundError:
@@ -204,6 +207,8 @@ def load_model(ckpt: Path) -> nn.Module:
 
 def load_tokenizer(ckpt: Path) -> AnyTokenizer:
     """The checkpoint's vocabulary (either form), checked against its config's sizes."""
+    entries = recorded(ckpt) or {}
+    verify(ckpt, [n for n in entries if n not in (WEIGHTS, CONFIG, STATE_TENSORS, STATE_JSON)])
     tokenizer = find_tokenizer(ckpt)
     cfg = load_config(ckpt)
     for side, ours, model in (("source", tokenizer.vocab_size, cfg.vocab_size),
@@ -237,6 +242,7 @@ def load_config(ckpt: Path) -> ModelConfig:
 
 def load_weights(model: nn.Module, ckpt: Path) -> None:
     """Load ``model.safetensors`` into ``model``; a corrupt or mismatched file is a UserError."""
+    verify(ckpt, [WEIGHTS])
     try:
         missing, unexpected = load_safetensors_model(model, str(ckpt / WEIGHTS), strict=False)
     except FileNotFoundError:
@@ -250,6 +256,7 @@ def load_weights(model: nn.Module, ckpt: Path) -> None:
 
 
 def load_train_state(ckpt: Path) -> tuple[dict[str, torch.Tensor], dict]:
+    verify(ckpt, [STATE_TENSORS, STATE_JSON])
     try:
         tensors = load_file(str(ckpt / STATE_TENSORS))
         state = json.loads((ckpt / STATE_JSON).read_text())
@@ -300,6 +307,7 @@ def average_checkpoints(paths: list[Path], out: Path) -> Path:
     save_file(averaged, str(tmp / WEIGHTS), metadata={"averaged": json.dumps([str(p) for p in paths])})
     shutil.copyfile(paths[0] / CONFIG, tmp / CONFIG)
     find_tokenizer(paths[0]).save(tmp)
+    write_checksums(tmp)
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)

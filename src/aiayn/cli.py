@@ -440,6 +440,32 @@ def positions_command(args: argparse.Namespace) -> None:
     print(f"wrote {plot_positions(args.d_model, args.length, args.out, args.base)}")
 
 
+# ----------------------------------------------------------------------------- check
+def _add_check(sub) -> None:
+    p = sub.add_parser("check", help="verify the files of a run, a checkpoint or a prepared "
+                                     "data directory against their SHA-256 checksums")
+    p.add_argument("directory", help="a run, a checkpoint or a data directory")
+    p.set_defaults(command_fn=check_command)
+
+
+def check_command(args: argparse.Namespace) -> None:
+    from .integrity import recorded, verify
+    root = Path(args.directory)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such directory")
+    checkpoints = root / "checkpoints"
+    targets = ([p for p in sorted(checkpoints.iterdir())
+                if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
+               if checkpoints.is_dir() else [root])
+    for directory in targets:
+        entries = recorded(directory)
+        if entries is None:
+            print(f"unverified {directory}: no checksums recorded (written by an older aiayn)")
+            continue
+        verify(directory)
+        print(f"ok {directory} ({len(entries)} files)")
+
+
 # ---------------------------------------------------------------------- import, export
 def _add_interop(sub) -> None:
     p = sub.add_parser("import", help="a Hugging Face Marian (OPUS-MT) folder as an aiayn "
@@ -577,7 +603,7 @@ def serve_command(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------ main
 SUBCOMMANDS: tuple[Callable, ...] = (_add_prepare, _add_train, _add_average_plot,
                                      _add_translate_evaluate, _add_generate, _add_classify,
-                                     _add_inspection, _add_interop, _add_serve)
+                                     _add_inspection, _add_interop, _add_serve, _add_check)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from ..config import ModelConfig
 from ..errors import UserError
+from ..integrity import verify
 
 # The files of a prepared data directory (written by ``aiayn prepare``), named once here
 TOKENIZER, STATS = "spm.model", "stats.json"
@@ -44,6 +45,8 @@ class ParallelCorpus:
     def __init__(self, data_dir: str | Path, split: str) -> None:
         data_dir = Path(data_dir)
         self.sides = {}
+        verify(data_dir, [name(split, side) for name in (ids_file, offsets_file)
+                          for side in ("src", "tgt")] + [STATS])
         for side in ("src", "tgt"):
             ids_path = data_dir / ids_file(split, side)
             off_path = data_dir / offsets_file(split, side)

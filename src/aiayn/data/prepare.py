@@ -26,6 +26,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from ..errors import UserError
+from ..integrity import write_checksums
 from .corpus import STATS, TOKENIZER, ids_file, offsets_file, text_file
 from .tokenizer import AnyTokenizer, train_tokenizer
 
@@ -281,6 +282,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
                 f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")
         (work / STATS).write_text(json.dumps(stats, indent=2) + "\n")
+        write_checksums(work)
         if out.exists():
             shutil.rmtree(out)
         os.replace(work, out)

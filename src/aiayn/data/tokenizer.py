@@ -26,6 +26,7 @@ import sentencepiece as spm
 
 from ..config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from ..errors import UserError
+from ..integrity import verify
 
 # aiayn's SentencePiece model: its name in a checkpoint, then in a prepared data directory
 TOKENIZER_NAMES = ("tokenizer.model", "spm.model")
@@ -191,8 +192,11 @@ AnyTokenizer = Union[Tokenizer, MarianVocab]
 
 
 def load_tokenizer(directory: str | Path) -> AnyTokenizer:
-    """The vocabulary kept in a checkpoint or prepared data directory, in either form."""
+    """The vocabulary kept in a checkpoint or prepared data directory, in either form; its
+    files are checked against the directory's checksums when it has them."""
     directory = Path(directory)
+    verify(directory, [*TOKENIZER_NAMES, MarianVocab.SOURCE_SPM, MarianVocab.TARGET_SPM,
+                       MarianVocab.VOCAB, MarianVocab.TARGET_VOCAB])
     if (directory / MarianVocab.VOCAB).is_file():
         return MarianVocab.load(directory)
     for name in TOKENIZER_NAMES:

@@ -32,6 +32,7 @@ from .. import checkpoint as ckpt
 from ..config import ConfigError, ModelConfig
 from ..data.tokenizer import MarianVocab, Tokenizer
 from ..errors import UserError
+from ..integrity import write_checksums
 from ..model import Transformer
 from . import require
 
@@ -234,6 +235,7 @@ def _write_checkpoint(out: Path, model: Transformer, cfg: ModelConfig, vocab,
                                                    **cfg.to_dict()}, indent=2))
         (tmp / IMPORT_INFO).write_text(json.dumps(info, indent=2) + "\n")
         vocab.save(tmp)
+        write_checksums(tmp)
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
