@@ -17,11 +17,12 @@ replaced atomically.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from safetensors import SafetensorError
@@ -124,6 +125,25 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
     point(root / "last", name)
     _fsync_dir(root)
     return final
+
+
+@contextlib.contextmanager
+def new_directory(out: Path, *, replace: bool = False) -> Iterator[Path]:
+    """Build the directory ``out`` under a temporary name beside it and rename it into place
+    when the block succeeds (replacing an existing ``out`` only with ``replace``); on any
+    failure the partial directory is removed and ``out`` is as it was."""
+    tmp = out.with_name(f".tmp-{out.name}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+        if replace and out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def step_name(step: int) -> str:
@@ -300,15 +320,10 @@ def average_checkpoints(paths: list[Path], out: Path) -> Path:
         for key, value in tensors.items():
             total[key] = total.get(key, 0) + value.double()
     averaged = {k: (v / len(paths)).float() for k, v in total.items()}
-    tmp = out.with_name(f".tmp-{out.name}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    save_file(averaged, str(tmp / WEIGHTS), metadata={"averaged": json.dumps([str(p) for p in paths])})
-    shutil.copyfile(paths[0] / CONFIG, tmp / CONFIG)
-    find_tokenizer(paths[0]).save(tmp)
-    write_checksums(tmp)
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
+    with new_directory(out, replace=True) as tmp:
+        save_file(averaged, str(tmp / WEIGHTS),
+                  metadata={"averaged": json.dumps([str(p) for p in paths])})
+        shutil.copyfile(paths[0] / CONFIG, tmp / CONFIG)
+        find_tokenizer(paths[0]).save(tmp)
+        write_checksums(tmp)
     return out

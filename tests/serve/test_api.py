@@ -178,7 +178,6 @@ def test_sigterm_finishes_in_flight_requests(toy_model):
     # uvicorn shuts down gracefully, then re-raises the signal: the exit status says SIGTERM
     assert running.stop() in (0, -signal.SIGTERM)
     worker.join()
-    assert "Finished server process" in running.log.read_text() or results
     assert results and results[0][0] == 200 and len(results[0][1]["translatedText"]) == 12
 
 

@@ -109,14 +109,12 @@ def _prefix_lengths(prefix: Tensor | None, max_lens: Tensor, cap: int) -> Tensor
     return torch.maximum(max_lens, (prefix >= 0).sum(1) + 1).clamp(max=cap)
 
 
-@torch.inference_mode()
-def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
-                  max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn",
-                  prefix: Tensor | None = None) -> list[Hypothesis]:
-    """The most probable token at every step. src (N, S) -> one Hypothesis per sentence.
-
-    ``prefix`` (N, P), padded with -1: target tokens each output starts with (forced, their
-    log-probabilities counted)."""
+def _token_by_token(model: Seq2Seq, src: Tensor, choose, *, max_len_a: float,
+                    max_len_b: int, min_len: int, rules: str, prefix: Tensor | None
+                    ) -> list[Hypothesis]:
+    """One hypothesis per sentence, one token per step: ``choose(lprobs, rows)`` picks each
+    remaining row's next token (rows: the sentence each row decodes); a row leaves at EOS.
+    The score is the sum of the chosen tokens' log-probabilities."""
     cfg = model.cfg
     n = src.size(0)
     memory, src_mask, _ = model.encode(src)
@@ -130,51 +128,7 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
     step = 0
     while len(rows):
         lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules, prefix)
-        best_lp, best = (t[:, 0] for t in top_k(lprobs, 1))  # (rows,)
-        done = best == cfg.eos_id
-        for sentence, token, lp, finished in zip(rows.tolist(), best.tolist(), best_lp.tolist(),
-                                                 done.tolist()):
-            scores[sentence] += lp
-            if not finished:
-                out[sentence].append(token)
-        if done.any():
-            keep = (~done).nonzero().squeeze(1)
-            rows, max_lens, best = rows[keep.cpu()], max_lens[keep], best[keep]
-            prefix = prefix[keep] if prefix is not None else None
-            cache.reorder(keep)
-        tokens = best[:, None]
-        step += 1
-    return [Hypothesis(t, s) for t, s in zip(out, scores)]
-
-
-@torch.inference_mode()
-def sample_search(model: Seq2Seq, src: Tensor, *, seeds: list[int], temperature: float = 1.0,
-                  top_k: int = 0, top_p: float = 1.0, max_len_a: float = 1.0,
-                  max_len_b: int = 50, prefix: Tensor | None = None) -> list[Hypothesis]:
-    """One sampled output per sentence (back-translation: Edunov et al., 2018): each step draws
-    from the tempered next-token distribution, cut to the top ``top_k`` tokens and to the
-    nucleus of mass ``top_p``. Sentence i draws from its own generator seeded ``seeds[i]``, so
-    its sample does not depend on the batch it is decoded in. The score is the sample's
-    log-probability under the model (untempered)."""
-    if temperature <= 0:
-        raise ValueError(f"temperature ({temperature}) must be positive; use beam 1 for greedy")
-    cfg = model.cfg
-    n = src.size(0)
-    generators = [torch.Generator(device=src.device).manual_seed(s) for s in seeds]
-    memory, src_mask, _ = model.encode(src)
-    max_lens = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
-    max_lens = _prefix_lengths(prefix, max_lens, cfg.max_len)
-    cache = model.init_cache(memory, src_mask, int(max_lens.max()))
-    rows = torch.arange(n)
-    tokens = torch.full((n, 1), cfg.start_id, dtype=torch.long, device=src.device)
-    out: list[list[int]] = [[] for _ in range(n)]
-    scores = [0.0] * n
-    step = 0
-    while len(rows):
-        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, 0, "aiayn", prefix)
-        probs = filter_logits(lprobs / temperature, top_k=top_k, top_p=top_p).softmax(-1)
-        chosen = torch.stack([torch.multinomial(probs[r], 1, generator=generators[int(s)])[0]
-                              for r, s in enumerate(rows.tolist())])  # (rows,)
+        chosen = choose(lprobs, rows)  # (rows,)
         picked = lprobs.gather(1, chosen[:, None])[:, 0]
         done = chosen == cfg.eos_id
         for sentence, token, lp, finished in zip(rows.tolist(), chosen.tolist(),
@@ -190,6 +144,40 @@ def sample_search(model: Seq2Seq, src: Tensor, *, seeds: list[int], temperature:
         tokens = chosen[:, None]
         step += 1
     return [Hypothesis(t, s) for t, s in zip(out, scores)]
+
+
+@torch.inference_mode()
+def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
+                  max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn",
+                  prefix: Tensor | None = None) -> list[Hypothesis]:
+    """The most probable token at every step. src (N, S) -> one Hypothesis per sentence.
+
+    ``prefix`` (N, P), padded with -1: target tokens each output starts with (forced, their
+    log-probabilities counted)."""
+    return _token_by_token(model, src, lambda lprobs, rows: top_k(lprobs, 1)[1][:, 0],
+                           max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len,
+                           rules=rules, prefix=prefix)
+
+
+@torch.inference_mode()
+def sample_search(model: Seq2Seq, src: Tensor, *, seeds: list[int], temperature: float = 1.0,
+                  top_k: int = 0, top_p: float = 1.0, max_len_a: float = 1.0,
+                  max_len_b: int = 50, prefix: Tensor | None = None) -> list[Hypothesis]:
+    """One sampled output per sentence (back-translation: Edunov et al., 2018): each step draws
+    from the tempered next-token distribution, cut to the top ``top_k`` tokens and to the
+    nucleus of mass ``top_p``. Sentence i draws from its own generator seeded ``seeds[i]``, so
+    its sample does not depend on the batch it is decoded in. The score is the sample's
+    log-probability under the model (untempered)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature ({temperature}) must be positive; use beam 1 for greedy")
+    generators = [torch.Generator(device=src.device).manual_seed(s) for s in seeds]
+
+    def draw(lprobs: Tensor, rows: Tensor) -> Tensor:
+        probs = filter_logits(lprobs / temperature, top_k=top_k, top_p=top_p).softmax(-1)
+        return torch.stack([torch.multinomial(probs[r], 1, generator=generators[int(s)])[0]
+                            for r, s in enumerate(rows.tolist())])
+    return _token_by_token(model, src, draw, max_len_a=max_len_a, max_len_b=max_len_b,
+                           min_len=0, rules="aiayn", prefix=prefix)
 
 
 @dataclass

@@ -11,8 +11,6 @@ checkpoint's pieces in id order. The source's EOS is added by CTranslate2 itself
 from __future__ import annotations
 
 import math
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -125,15 +123,7 @@ def export_ctranslate2(checkpoint: str | Path, out: str | Path, *,
     spec = transformer_spec(model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
-    tmp = out.with_name(f".tmp-{out.name}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
+    with ckpt.new_directory(out) as tmp:
         spec.save(str(tmp))
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log(f"exported {directory} -> {out} (CTranslate2, {quantization or 'float32'})")
     return out

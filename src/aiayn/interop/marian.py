@@ -18,7 +18,6 @@ same function.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import shutil
 from pathlib import Path
@@ -224,11 +223,7 @@ def import_marian(folder: str | Path, out: str | Path, *, log=print) -> Path:
 
 def _write_checkpoint(out: Path, model: Transformer, cfg: ModelConfig, vocab,
                       info: dict, languages: dict[str, str] | None) -> None:
-    tmp = out.with_name(f".tmp-{out.name}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
+    with ckpt.new_directory(out) as tmp:
         save_model(model, str(tmp / ckpt.WEIGHTS))
         extra = {"languages": languages} if languages else {}
         (tmp / ckpt.CONFIG).write_text(json.dumps({"arch": "encoder-decoder", **extra,
@@ -236,10 +231,6 @@ def _write_checkpoint(out: Path, model: Transformer, cfg: ModelConfig, vocab,
         (tmp / IMPORT_INFO).write_text(json.dumps(info, indent=2) + "\n")
         vocab.save(tmp)
         write_checksums(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 # ------------------------------------------------------------------------------------ export
@@ -368,17 +359,9 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, log=print) -> Path:
     if missing or unexpected:
         raise RuntimeError(f"Marian state mismatch: missing {missing}, unexpected {unexpected}")
     hf_model.generation_config.bad_words_ids = [[i] for i in {cfg.pad_id, cfg.start_id}]
-    tmp = out.with_name(f".tmp-{out.name}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
+    with ckpt.new_directory(out) as tmp:
         hf_model.save_pretrained(str(tmp))
         _write_marian_tokenizer(tokenizer, cfg, tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     permuted = residual_permutation(cfg) is not None
     log(f"exported {directory} -> {out} (MarianMTModel"
         f"{', model dimension permuted to halved sinusoids' if permuted else ''})")
