@@ -18,6 +18,7 @@ replaced atomically.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -34,19 +35,12 @@ from .config import ConfigError, ModelConfig
 from .data.tokenizer import AnyTokenizer
 from .data.tokenizer import load_tokenizer as find_tokenizer
 from .errors import UserError
+from .files import fsync_dir, replace_directory
 from .integrity import recorded, verify, write_checksums
 from .model import ARCHS, arch_of, build_model
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def point(link: Path, target: str) -> None:
@@ -89,7 +83,8 @@ def load_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Te
 
 
 def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig,
-                    tokenizer: AnyTokenizer, *, extra_tensors: dict[str, torch.Tensor] | None = None,
+                    tokenizer: AnyTokenizer, *,
+                    extra_tensors: dict[str, torch.Tensor] | None = None,
                     state: dict[str, Any] | None = None,
                     languages: dict[str, str] | None = None,
                     labels: list[str] | None = None) -> Path:
@@ -99,32 +94,66 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
     ``languages`` ({"source": "en", "target": "es"}) when known, and a classifier's
     ``labels``."""
     root = run_dir / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
     final, tmp = root / name, root / f".tmp-{name}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    save_model(model, str(tmp / WEIGHTS))
-    extra = {"languages": languages} if languages else {}
-    if labels is not None:
-        extra["labels"] = labels
-    (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **extra, **cfg.to_dict()},
-                                         indent=2))
-    tokenizer.save(tmp)
-    if state is not None:
-        save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
-        (tmp / STATE_JSON).write_text(json.dumps(state, indent=1) + "\n")
-    write_checksums(tmp)
-    for file in tmp.iterdir():
-        with open(file, "rb") as handle:
-            os.fsync(handle.fileno())
-    _fsync_dir(tmp)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    point(root / "last", name)
-    _fsync_dir(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        save_model(model, str(tmp / WEIGHTS))
+        extra = {"languages": languages} if languages else {}
+        if labels is not None:
+            extra["labels"] = labels
+        (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **extra,
+                                              **cfg.to_dict()}, indent=2))
+        tokenizer.save(tmp)
+        if state is not None:
+            save_file(extra_tensors or {}, str(tmp / STATE_TENSORS))
+            (tmp / STATE_JSON).write_text(json.dumps(state, indent=1) + "\n")
+        write_checksums(tmp)
+        for file in tmp.iterdir():
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+        fsync_dir(tmp)
+        replace_directory(tmp, final)
+        point(root / "last", name)
+        fsync_dir(root)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        last = root / "last"
+        now = f"points at {os.readlink(last)}" if last.is_symlink() else "does not exist yet"
+        raise CheckpointWriteError(f"{final}: the checkpoint could not be written "
+                                   f"({_reason(err)}); nothing partial was left and "
+                                   f"checkpoints/last {now}") from None
     return final
+
+
+class CheckpointWriteError(UserError):
+    """A checkpoint could not be written (full disk, I/O error, read-only directory); the
+    partial directory is gone and ``last`` still points at the previous checkpoint."""
+
+
+def _reason(err: OSError) -> str:
+    """``No space left on device (ENOSPC)`` from an OSError."""
+    name = errno.errorcode.get(err.errno or 0)
+    return f"{err.strerror or err}" + (f" ({name})" if name else "")
+
+
+def remove_leftovers(run_dir: Path) -> list[str]:
+    """Delete what a killed process can leave in RUN/checkpoints: ``.tmp-*`` directories and
+    links being built, ``.old-*`` and ``.del-*`` directories being replaced or deleted.
+    Returns their names."""
+    root = run_dir / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = sorted(p for p in root.iterdir() if p.name.startswith((".tmp-", ".old-", ".del-"))
+                   or p.name in (".last.tmp", ".best.tmp"))
+    for path in found:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return [p.name for p in found]
 
 
 @contextlib.contextmanager
@@ -138,9 +167,10 @@ def new_directory(out: Path, *, replace: bool = False) -> Iterator[Path]:
     tmp.mkdir(parents=True)
     try:
         yield tmp
-        if replace and out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        if replace:
+            replace_directory(tmp, out)
+        else:
+            os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -294,8 +324,10 @@ def prune(run_dir: Path, keep_last: int, protect: set[str]) -> None:
     root = run_dir / "checkpoints"
     steps = sorted((p for p in root.glob("step_*") if p.is_dir()), key=lambda p: p.name)
     for old in steps[:-keep_last] if keep_last else steps:
-        if old.name not in protect:
-            shutil.rmtree(old)
+        if old.name not in protect:  # renamed first: a half-deleted step is never listed
+            gone = old.with_name(f".del-{old.name}")
+            os.replace(old, gone)
+            shutil.rmtree(gone)
 
 
 def list_step_checkpoints(run_dir: Path) -> list[Path]:

@@ -11,12 +11,13 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NoReturn
 
 import yaml
 
 from .config import ConfigError
 from .errors import UserError
+from .threads import use_available_cores
 
 
 def _log(message: str) -> None:
@@ -225,6 +226,13 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
 def _decode_options(args: argparse.Namespace, nbest: int = 1):
     from .translate import DecodeOptions
     sampling = {}
+    if hasattr(args, "sample") and not args.sample:
+        given = [flag for flag, value, default in (
+            ("--temperature", args.temperature, 1.0), ("--top-k", args.top_k, 0),
+            ("--top-p", args.top_p, 1.0), ("--seed", args.seed, 0)) if value != default]
+        if given:
+            raise UserError(f"{', '.join(given)} only apply to sampling: add --sample, or "
+                            "drop them for beam search")
     if getattr(args, "sample", False):
         sampling = dict(sample=True, temperature=args.temperature, top_k=args.top_k,
                         top_p=args.top_p, seed=args.seed)
@@ -234,16 +242,31 @@ def _decode_options(args: argparse.Namespace, nbest: int = 1):
 
 
 def _read_lines(path: str | None) -> list[str]:
+    """The lines of a UTF-8 file (stdin when None), split at "\n" alone (and a CRLF's "\r"
+    dropped): other characters Python counts as line breaks (U+2028, U+0085, form feed...)
+    stay inside their line, so that every input line gets one output line."""
     if path is None:
-        return sys.stdin.read().splitlines()
+        return _split_lines(sys.stdin.read())
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{p}: no such file")
     try:
-        return p.read_text(encoding="utf-8").splitlines()
+        return _split_lines(p.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:
         line = p.read_bytes()[:err.start].count(b"\n") + 1
         raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _one_line(text: str) -> str:
+    """An output that stays on its line: line breaks a translation may hold become spaces."""
+    return text.replace("\r", " ").replace("\n", " ")
 
 
 def _add_translate_evaluate(sub) -> None:
@@ -316,9 +339,10 @@ def translate_command(args: argparse.Namespace) -> None:
     if args.alignments and args.nbest == 1:
         out = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, out)]
     if args.nbest == 1:
-        text = "".join(o + "\n" for o in out)
+        text = "".join(_one_line(o) + "\n" for o in out)
     else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
-        text = "".join(f"{i}\t{s:.4f}\t{t}\n" for i, o in enumerate(out) for t, s in o)
+        text = "".join(f"{i}\t{s:.4f}\t{_one_line(t)}\n" for i, o in enumerate(out)
+                       for t, s in o)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
@@ -606,8 +630,15 @@ SUBCOMMANDS: tuple[Callable, ...] = (_add_prepare, _add_train, _add_average_plot
                                      _add_inspection, _add_interop, _add_serve, _add_check)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a mistake in the command line as one line that names the help to read."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aiayn", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="aiayn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(sub)
@@ -616,10 +647,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    use_available_cores()
     try:
         return args.command_fn(args) or 0
     except (UserError, ConfigError) as err:
         print(f"aiayn: error: {err}", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as err:  # (torch.OutOfMemoryError is a RuntimeError)
+        if not (isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError"
+                or "can't allocate memory" in str(err)):
+            raise
+        print(f"aiayn: error: out of memory ({(str(err) or 'MemoryError').splitlines()[0]}); "
+              "lower --batch-tokens (decoding, scoring) or --max-tokens (training)",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("aiayn: interrupted", file=sys.stderr)

@@ -129,6 +129,15 @@ class Batch:
         return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
                      self.pad_id)
 
+    def halves(self) -> list["Batch"]:
+        """The batch as two of half its sentences (one, if it holds only one)."""
+        n = self.src.size(0)
+        if n < 2:
+            return [self]
+        cut = (n + 1) // 2
+        return [Batch(self.src[rows], self.tgt_in[rows], self.tgt_out[rows], self.pad_id)
+                for rows in (slice(0, cut), slice(cut, n))]
+
 
 def token_batches(sizes: np.ndarray, max_tokens: int, *, seed: int, epoch: int,
                   shuffle: bool = True) -> list[np.ndarray]:

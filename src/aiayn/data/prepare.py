@@ -17,8 +17,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import tempfile
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -26,9 +29,10 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from ..errors import UserError
+from ..files import replace_directory
 from ..integrity import write_checksums
 from .corpus import STATS, TOKENIZER, ids_file, offsets_file, text_file
-from .tokenizer import AnyTokenizer, train_tokenizer
+from .tokenizer import BYTE_FALLBACK_MIN_VOCAB, AnyTokenizer, train_tokenizer
 
 ENCODE_CHUNK = 10_000
 
@@ -53,6 +57,48 @@ class SplitStats:
     tgt_tokens: int = 0
     max_src_len: int = 0
     max_tgt_len: int = 0
+    byte_tokens: int = 0  # tokens that spell a character outside the vocabulary as a byte
+    unk_tokens: int = 0  # tokens <unk>: characters lost (a vocabulary without byte fallback)
+    unseen_characters: str = ""  # the most frequent of those characters, most frequent first
+    coverage: str = ""  # the above in words
+
+
+class Coverage:
+    """Which token ids stand for characters outside the vocabulary (byte pieces, ``<unk>``), and
+    the characters that the vocabulary's pieces do spell, on each side."""
+
+    def __init__(self, tokenizer: AnyTokenizer) -> None:
+        self.bytes, self.unk, self.known = {}, {}, {}
+        for side, size in (("source", tokenizer.vocab_size),
+                           ("target", tokenizer.target_vocab_size)):
+            pieces = tokenizer.pieces(range(size), side=side)
+            self.bytes[side] = {i for i, p in enumerate(pieces) if BYTE_PIECE.fullmatch(p)}
+            self.unk[side] = {i for i, p in enumerate(pieces) if p == "<unk>"}
+            self.known[side] = set("".join(p for p in pieces if not p.startswith("<")))
+        self.unseen: Counter[str] = Counter()
+
+    def count(self, stats: SplitStats, text: str, ids: list[int], side: str) -> None:
+        n_bytes = sum(i in self.bytes[side] for i in ids)
+        n_unk = sum(i in self.unk[side] for i in ids)
+        if n_bytes or n_unk:
+            stats.byte_tokens += n_bytes
+            stats.unk_tokens += n_unk
+            normal = unicodedata.normalize("NFKC", text)
+            self.unseen.update(c for c in normal if c not in self.known[side] and not c.isspace())
+
+    def describe(self, stats: SplitStats) -> str:
+        stats.unseen_characters = "".join(c for c, _ in self.unseen.most_common(20))
+        if not (stats.byte_tokens or stats.unk_tokens):
+            return "every character is in the vocabulary"
+        shown = ", ".join(repr(c) for c in stats.unseen_characters[:8])
+        return (f"{len(self.unseen):,} characters outside the vocabulary ({shown}): "
+                f"{stats.byte_tokens:,} tokens spell them as bytes, {stats.unk_tokens:,} are "
+                "<unk>" + (" (lost: prepare a vocabulary of at least "
+                           f"{BYTE_FALLBACK_MIN_VOCAB} pieces for byte fallback)"
+                           if stats.unk_tokens else ""))
+
+
+BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
 
 
 def _open_text(path: Path) -> BinaryIO:
@@ -154,7 +200,7 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
                for side in ("src", "tgt")}
     texts = ({side: open(out / text_file(split, side), "w", encoding="utf-8")
               for side in ("src", "tgt")} if keep_text else None)
-    stats = SplitStats()
+    stats, coverage = SplitStats(), Coverage(tokenizer)
 
     def flush(batch: list[tuple[str, str]]) -> None:
         src_ids = tokenizer.encode_batch([s for s, _ in batch])
@@ -169,6 +215,9 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
                 continue
             writers["src"].add(s)
             writers["tgt"].add(t)
+            coverage.count(stats, s_text, s, "source")
+            if labels is None:
+                coverage.count(stats, t_text, t, "target")
             stats.pairs += 1
             stats.max_src_len = max(stats.max_src_len, len(s))
             stats.max_tgt_len = max(stats.max_tgt_len, len(t))
@@ -192,6 +241,7 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
             batch = []
     if batch:
         flush(batch)
+    stats.coverage = coverage.describe(stats)
     stats.src_tokens = writers["src"].close()
     stats.tgt_tokens = writers["tgt"].close()
     if texts is not None:
@@ -281,11 +331,15 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
                 f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")
+            log(f"  coverage: {split.coverage}")
         (work / STATS).write_text(json.dumps(stats, indent=2) + "\n")
         write_checksums(work)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(work, out)
+        replace_directory(work, out)
+    except OSError as err:
+        shutil.rmtree(work, ignore_errors=True)
+        raise UserError(f"{out}: the prepared data could not be written "
+                        f"({err.strerror or err}); nothing was written or "
+                        "changed there") from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

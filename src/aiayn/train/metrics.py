@@ -9,12 +9,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UserError
+
 
 class MetricsLog:
     """``RUN/metrics.jsonl``, one JSON object a line; TensorBoard too when it is installed."""
 
-    def __init__(self, run_dir: Path, enabled: bool) -> None:
+    def __init__(self, run_dir: Path, enabled: bool, *, tolerate_errors: bool = False,
+                 log=print) -> None:
         self.path, self.enabled, self.tb = run_dir / "metrics.jsonl", enabled, None
+        self.tolerate_errors, self.log, self.failing = tolerate_errors, log, False
         if enabled:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -23,11 +27,12 @@ class MetricsLog:
                 pass
 
     def truncate_after(self, step: int) -> None:
-        """On resume, drop lines logged after the checkpoint (they will be logged again)."""
+        """On resume, drop lines logged after the checkpoint (they will be logged again), and
+        a last line cut short by a killed process."""
         if not (self.enabled and self.path.exists()):
             return
-        kept = [line for line in self.path.read_text().splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
+        kept = [line for line in self.path.read_text(errors="replace").splitlines()
+                if _record(line).get("step", step + 1) <= step]
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text("".join(line + "\n" for line in kept))
         os.replace(tmp, self.path)
@@ -35,8 +40,19 @@ class MetricsLog:
     def write(self, record: dict) -> None:
         if not self.enabled:
             return
-        with open(self.path, "a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        try:
+            with open(self.path, "a") as handle:
+                handle.write(json.dumps(record) + "\n")
+        except OSError as err:
+            if not self.tolerate_errors:
+                raise UserError(f"{self.path}: could not be written ({err.strerror or err}); "
+                                "free some space and continue with --resume") from None
+            if not self.failing:
+                self.log(f"aiayn: warning: {self.path}: could not be written "
+                         f"({err.strerror or err}); its lines are lost until it can be")
+            self.failing = True
+            return
+        self.failing = False
         if self.tb is not None:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)):
@@ -56,6 +72,16 @@ class Window:
     tokens: int = 0
     start: float = field(default_factory=time.monotonic)
 
+    carried: int = 0  # tokens restored from a checkpoint: in the losses, not in the rate
+
+    @classmethod
+    def resumed(cls, sums: dict) -> "Window":
+        """The window a checkpoint saved (``sums``), continued after a resume."""
+        return cls(**sums, carried=sums.get("tokens", 0))
+
+    def sums(self) -> dict:
+        return {"loss": self.loss, "nll": self.nll, "tokens": self.tokens}
+
     def add(self, loss: float, nll: float, tokens: int) -> None:
         self.loss, self.nll, self.tokens = self.loss + loss, self.nll + nll, self.tokens + tokens
 
@@ -64,7 +90,16 @@ class Window:
         elapsed = max(time.monotonic() - self.start, 1e-9)
         return {"step": step, "epoch": epoch, "loss": self.loss / self.tokens,
                 "nll": self.nll / self.tokens, "lr": lr,
-                "tokens_per_s": self.tokens * world / elapsed}
+                "tokens_per_s": (self.tokens - self.carried) * world / elapsed}
+
+
+def _record(line: str) -> dict:
+    """A metrics line as a dict; {} for a line that is not one (cut short, say)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def describe(record: dict) -> str:

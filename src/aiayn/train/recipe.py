@@ -86,7 +86,11 @@ class TrainConfig:
                             "loss; 0 = never", unit="VALIDATIONS")
     log_every: int = setting(10, "steps between lines of RUN/metrics.jsonl", unit="STEPS")
     seed: int = setting(1, "seeds the parameters, dropout and batch order", unit="N")
-    threads: int = setting(0, "torch CPU threads; 0 = torch's default", unit="THREADS")
+    on_save_error: str = setting("stop", "when a checkpoint cannot be written (full disk, I/O "
+                                 "error): stop, or continue training and write the next one",
+                                 choices=("stop", "continue"))
+    threads: int = setting(0, "torch CPU threads; 0 = one per core this process may use",
+                           unit="THREADS")
     device: str = setting("auto", "where to train; auto = cuda when available", choices=DEVICES)
 
     def __post_init__(self) -> None:

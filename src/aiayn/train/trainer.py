@@ -32,6 +32,7 @@ from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
 from ..model import EncoderModel, LanguageModel, build_model
+from ..threads import use_available_cores
 from ..translate import DecodeOptions, Translator
 from .metrics import MetricsLog, Window, describe
 from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
@@ -40,8 +41,8 @@ from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
 @dataclass
 class TrainState:
     """Where training is: optimizer steps done, the next batch of the epoch, the best
-    validation so far and how many validations since it (for patience), and the steps
-    skipped for a non-finite loss or gradient."""
+    validation so far and how many validations since it (for patience), the steps skipped
+    for a non-finite loss or gradient, and the sums of the metrics window not yet logged."""
 
     step: int = 0
     epoch: int = 0
@@ -50,17 +51,19 @@ class TrainState:
     bad_validations: int = 0
     skipped: int = 0  # steps skipped for a non-finite loss or gradient
     bad_steps: int = 0  # of them, how many in a row up to now
+    window: dict = field(default_factory=dict)  # Window.sums() at the checkpoint
 
     def to_json(self) -> dict:
         return {"position": {"step": self.step, "epoch": self.epoch, "batch": self.batch},
                 "best": self.best, "bad_validations": self.bad_validations,
-                "skipped": self.skipped, "bad_steps": self.bad_steps}
+                "skipped": self.skipped, "bad_steps": self.bad_steps, "window": self.window}
 
     @classmethod
     def from_json(cls, state: dict) -> "TrainState":
         return cls(**state["position"], best=state["best"],
                    bad_validations=state["bad_validations"],
-                   skipped=state.get("skipped", 0), bad_steps=state.get("bad_steps", 0))
+                   skipped=state.get("skipped", 0), bad_steps=state.get("bad_steps", 0),
+                   window=state.get("window", {}))
 
     def validated(self, record: dict) -> None:
         """Count a validation: the best so far, or one more without improvement."""
@@ -124,8 +127,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     device = _device(cfg.device)
     if cfg.precision == "fp16" and device.type != "cuda":
         raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    use_available_cores(cfg.threads)
     _setup_distributed(device)
     rank, world = _dist()
 
@@ -158,7 +160,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         log(f"starting from the weights of {cfg.init}")
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
                                  eps=cfg.adam_eps)
-    if resume:
+    if resume and _started_without_checkpoint(run_dir):
+        log(f"{run_dir} was stopped before its first checkpoint: starting it from step 0")
+        state = TrainState()
+    elif resume:
+        if rank == 0 and (left := ckpt.remove_leftovers(run_dir)):
+            log(f"removed what an interrupted save left in {run_dir / 'checkpoints'}: "
+                f"{', '.join(left)}")
         state = _resume(run_dir, model, optimizer, model_cfg, cfg.arch, tokenizer, log)
     elif ckpt.list_step_checkpoints(run_dir):
         raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
@@ -169,7 +177,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         run_dir.mkdir(parents=True, exist_ok=True)
         cfg.save(run_dir / "train_config.json")
         model_cfg.save(run_dir / "model_config.json")
-    metrics = MetricsLog(run_dir, rank == 0)
+    metrics = MetricsLog(run_dir, rank == 0, tolerate_errors=cfg.on_save_error == "continue",
+                         log=log)
     metrics.truncate_after(state.step)
     net = DistributedDataParallel(model) if world > 1 else model
     scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
@@ -198,13 +207,24 @@ def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
         raise UserError(f"--model: {err}") from None
 
 
+def _started_without_checkpoint(run_dir: Path) -> bool:
+    """A run directory that training wrote to (its configs) but that holds no checkpoint."""
+    return ((run_dir / "train_config.json").is_file() and not ckpt.list_step_checkpoints(run_dir)
+            and not (run_dir / "checkpoints" / "last").exists())
+
+
 def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
             model_cfg: ModelConfig, arch: str, tokenizer: AnyTokenizer, log) -> TrainState:
-    """Restore weights, optimizer, RNG and training state from RUN/checkpoints/last."""
-    if not (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
+    """Restore weights, optimizer, RNG and training state from RUN/checkpoints/last (or, when
+    a killed process left ``last`` dangling, from the newest step checkpoint)."""
+    if (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
+        saved = ckpt.resolve_checkpoint(run_dir, "last")
+    elif steps := [p for p in ckpt.list_step_checkpoints(run_dir) if (p / ckpt.WEIGHTS).is_file()]:
+        saved = steps[-1]
+        log(f"checkpoints/last is missing; resuming from the newest checkpoint, {saved.name}")
+    else:
         raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
                         "(checkpoints/last is missing); drop --resume to start afresh")
-    saved = ckpt.resolve_checkpoint(run_dir, "last")
     _check_resumable(saved, model_cfg, arch, tokenizer)
     ckpt.load_weights(model, saved)
     tensors, saved_state = ckpt.load_train_state(saved)
@@ -263,12 +283,11 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
     state = run.state
     start_time, start_step = time.monotonic(), state.step
     bar = _progress_bar(cfg, state) if progress and run.is_main else None
-    window, last_saved, summary, stop = Window(), -1, {}, ""
+    window, last_saved, summary, stop = Window.resumed(state.window), -1, {}, ""
     run.net.train()
     for micro in _micro_batches(run):
         lr = noam_lr(state.step + 1, run.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
-        loss, nll, tokens, finite = train_step(run.net, run.optimizer, run.scaler, micro, lr=lr,
-                                               cfg=cfg, device=run.device)
+        loss, nll, tokens, finite = _fitting_step(run, micro, lr, log)
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
         if finite:
             window.add(loss, nll, tokens)
@@ -292,8 +311,8 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
             summary = validate(run)
             if bar is not None and len(summary) > 1:  # progress and validation to stderr
                 bar.write(describe(summary), file=sys.stderr)
-            save(run)
-            last_saved = state.step
+            if save(run, window, final=bool(stop)):
+                last_saved = state.step
             if cfg.patience and state.bad_validations >= cfg.patience and not stop:
                 stop = "patience"
         if stop:
@@ -304,7 +323,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         bar.close()
     run.metrics.close()
     if last_saved != state.step:
-        save(run)
+        save(run, window, final=True)
     if run.world > 1:
         dist.barrier()
     if stop == "signal":
@@ -316,6 +335,38 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
             "steps_run": state.step - start_step, "minutes": (time.monotonic() - start_time) / 60,
             "last": summary, "best": state.best,
             "checkpoint": str((run.run_dir / "checkpoints" / "last").resolve())}
+
+
+def _fitting_step(run: Run, micro: list[Batch], lr: float,
+                  log) -> tuple[float, float, int, bool]:
+    """``train_step``; a step whose batch does not fit in memory is run again as twice as
+    many micro-batches of half the sentences (the same gradient), down to single sentences,
+    before training stops with a line that says which flag to lower."""
+    while True:
+        try:
+            return train_step(run.net, run.optimizer, run.scaler, micro, lr=lr, cfg=run.cfg,
+                              device=run.device)
+        except (torch.OutOfMemoryError, RuntimeError) as err:
+            if not _out_of_memory(err):
+                raise
+            run.optimizer.zero_grad(set_to_none=True)
+            if run.device.type == "cuda":
+                torch.cuda.empty_cache()
+            split = [half for batch in micro for half in batch.halves()]
+            if len(split) == len(micro) or run.world > 1:  # (ranks must take equal steps)
+                raise UserError(f"step {run.state.step + 1}: a batch does not fit in "
+                                f"{run.device.type} memory ({str(err).splitlines()[0]}); lower "
+                                "--max-tokens, and raise --grad-accum to keep the step's "
+                                "size") from None
+            if run.is_main:
+                log(f"step {run.state.step + 1}: out of memory; retrying as {len(split)} "
+                    "smaller micro-batches")
+            micro = split
+
+
+def _out_of_memory(err: Exception) -> bool:
+    """Whether an exception says that an allocation failed (CUDA's or the CPU allocator's)."""
+    return isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err)
 
 
 def _skipped(run: Run, lr: float, log) -> None:
@@ -382,24 +433,39 @@ def validate(run: Run) -> dict:
     return record
 
 
-def save(run: Run) -> None:
-    """Checkpoint the current step (rank 0): weights, optimizer, RNG and state; point ``best``
-    at it when it is the best, and prune old step checkpoints."""
+def save(run: Run, window: Window, *, final: bool = False) -> bool:
+    """Checkpoint the current step (rank 0): weights, optimizer, RNG, state and the metrics
+    window not yet logged; point ``best`` at it when it is the best, and prune old step
+    checkpoints. A checkpoint that cannot be written stops training, or with ``on_save_error``
+    "continue" is reported and tried again at the next one (never for the ``final`` one).
+    Returns whether the checkpoint was written."""
     if not run.is_main:
-        return
+        return True
     state = run.state
+    state.window = window.sums()
     tensors, optimizer_meta = ckpt.optimizer_tensors(run.optimizer)
     tensors["rng.cpu"] = torch.get_rng_state()
     if torch.cuda.is_available():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     name = ckpt.step_name(state.step)
-    ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer,
-                         extra_tensors=tensors, languages=run.languages, labels=run.labels,
-                         state={**state.to_json(), "optimizer": optimizer_meta,
-                                "train_config": run.cfg.to_dict()})
-    if state.best["step"] == state.step:
-        ckpt.point(run.run_dir / "checkpoints" / "best", name)
-    ckpt.prune(run.run_dir, run.cfg.keep_last, {ckpt.step_name(state.best["step"])})
+    try:
+        ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer,
+                             extra_tensors=tensors, languages=run.languages, labels=run.labels,
+                             state={**state.to_json(), "optimizer": optimizer_meta,
+                                    "train_config": run.cfg.to_dict()})
+        if state.best["step"] == state.step:
+            ckpt.point(run.run_dir / "checkpoints" / "best", name)
+        ckpt.prune(run.run_dir, run.cfg.keep_last, {ckpt.step_name(state.best["step"])})
+    except ckpt.CheckpointWriteError as err:
+        if run.cfg.on_save_error == "continue" and not final:
+            print(f"aiayn: warning: {err}; training goes on and tries again at the next "
+                  "checkpoint", file=sys.stderr)
+            return False
+        raise UserError(f"{err}; free some space and continue with --resume"
+                        + ("" if final else ", or pass --on-save-error continue")) from None
+    except OSError as err:  # the best link or pruning: the checkpoint itself is complete
+        print(f"aiayn: warning: after writing {name}: {err}", file=sys.stderr)
+    return True
 
 
 def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,

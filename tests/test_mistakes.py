@@ -1,0 +1,156 @@
+"""The catalogue of user mistakes, across every subcommand: each one ends with exit code 2 and
+one line on stderr, ``aiayn: error: ...``, that names the thing and says what to do; no
+traceback, and every file the user had is as it was."""
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aiayn.cli import main
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+from tests.conftest import FAST
+
+
+@pytest.fixture(scope="module")
+def world(tiny_checkpoint, toy_data, tmp_path_factory) -> Path:
+    """A user's directory: a checkpoint, prepared data, a short run, and files good and bad."""
+    root = tmp_path_factory.mktemp("user")
+    shutil.copytree(tiny_checkpoint, root / "ckpt")
+    shutil.copytree(toy_data, root / "data")
+    train(root / "data", root / "run", TrainConfig(**{**FAST, "valid_bleu_sentences": 0},
+                                                   max_steps=4),
+          progress=False, log=lambda *_: None)
+    (root / "src.txt").write_text("alpha beta\ngamma delta\nepsilon\n")
+    (root / "ref.txt").write_text("BETA ALPHA\nDELTA GAMMA\nEPSILON\n")
+    (root / "two.txt").write_text("alpha\nbeta\n")
+    (root / "latin1.txt").write_bytes("alpha\nb\xe9ta\n".encode("latin-1"))
+    (root / "empty.txt").write_text("")
+    (root / "three.tsv").write_text("alpha\tALPHA\textra\n")
+    (root / "typo.yaml").write_text("max_tokns: 100\n")
+    (root / "broken.yaml").write_text("max_tokens: [1, 2\n")
+    (root / "list.yaml").write_text("- 1\n- 2\n")
+    (root / "not-a-checkpoint").mkdir()
+    (root / "not-a-checkpoint" / "notes.txt").write_text("hello\n")
+    shutil.copytree(root / "ckpt", root / "flipped")
+    weights = bytearray((root / "flipped" / "model.safetensors").read_bytes())
+    weights[-10] ^= 0xFF
+    (root / "flipped" / "model.safetensors").write_bytes(bytes(weights))
+    (root / "no-metrics").mkdir()
+    (root / "marian").mkdir()
+    (root / "marian" / "config.json").write_text('{"model_type": "bert"}')
+    return root
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+# (subcommand and arguments, with {w} for the user's directory; what the line must say)
+CASES = [
+    # prepare
+    ("prepare --train-src {w}/nope.txt --train-tgt {w}/ref.txt --out {w}/new",
+     "nope.txt: no such file"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/two.txt --out {w}/new", "two.txt"),
+    ("prepare --train-src {w}/latin1.txt --train-tgt {w}/two.txt --out {w}/new",
+     "latin1.txt: line 2 is not valid UTF-8"),
+    ("prepare --train-src {w}/empty.txt --train-tgt {w}/empty.txt --out {w}/new", "empty"),
+    ("prepare --train-tsv {w}/three.tsv --out {w}/new", "3 tab-separated columns"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --out {w}/data",
+     "already exists and is not empty"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --vocab-size 5 --out {w}/new",
+     "--vocab-size (5) is too small"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --max-len 2 --out {w}/new",
+     "--max-len (2) must be at least 3"),
+    ("prepare --train-tsv {w}/three.tsv --train-src {w}/src.txt --train-tgt {w}/ref.txt "
+     "--out {w}/new", "not both"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --src-lang en --out {w}/new",
+     "give both --src-lang and --tgt-lang"),
+    ("prepare --train-src {w}/data --train-tgt {w}/ref.txt --out {w}/new", "is a directory"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --tokenizer {w}/not-a-checkpoint "
+     "--out {w}/new", "not a checkpoint"),
+    ("prepare --train-src {w}/src.txt --out {w}/new", "--train-tgt"),
+    # train
+    ("train --data {w}/nope --out {w}/new", "nope"),
+    ("train --data {w}/not-a-checkpoint --out {w}/new", "not-a-checkpoint"),
+    ("train --data {w}/data --out {w}/new --config {w}/typo.yaml", "did you mean 'max_tokens'"),
+    ("train --data {w}/data --out {w}/new --config {w}/nope.yaml", "nope.yaml: no such file"),
+    ("train --data {w}/data --out {w}/new --config {w}/broken.yaml", "not valid YAML"),
+    ("train --data {w}/data --out {w}/new --config {w}/list.yaml", "expected a mapping"),
+    ("train --data {w}/data --out {w}/new --model norm", "expected KEY=VALUE"),
+    ("train --data {w}/data --out {w}/new --model n_head=4", "did you mean 'n_heads'"),
+    ("train --data {w}/data --out {w}/new --model norm=sideways", "norm"),
+    ("train --data {w}/data --out {w}/run --preset tiny", "already holds checkpoints"),
+    ("train --data {w}/data --out {w}/new --resume", "has no checkpoint to resume from"),
+    ("train --data {w}/data --out {w}/new --precision fp16 --device cpu", "needs a CUDA device"),
+    ("train --data {w}/data --out {w}/new --device cuda", "no CUDA device"),
+    ("train --data {w}/data --out {w}/new --init {w}/nope", "no such checkpoint directory"),
+    ("train --data {w}/data --out {w}/new --max-tokens 0", "max_tokens (0) must be a positive"),
+    ("train --data {w}/data --out {w}/new --arch encoder --task classify",
+     "not prepared for classification"),
+    ("train --data {w}/data --out {w}/run --resume --preset tiny --model d_model=64",
+     "the model differs"),
+    # average, plot
+    ("average {w}/run --last 0 --out {w}/avg", "--last (0) must be at least 1"),
+    ("average {w}/no-metrics --out {w}/avg", "no step checkpoints"),
+    ("plot {w}/no-metrics", "metrics.jsonl"),
+    # translate, score, evaluate
+    ("translate --checkpoint {w}/nope --input {w}/src.txt", "no such checkpoint directory"),
+    ("translate --checkpoint {w}/not-a-checkpoint --input {w}/src.txt", "not a checkpoint"),
+    ("translate --checkpoint {w}/ckpt --input {w}/nope.txt", "nope.txt: no such file"),
+    ("translate --checkpoint {w}/ckpt --input {w}/latin1.txt", "line 2 is not valid UTF-8"),
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt --beam 2 --nbest 3", "--nbest"),
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt --beam 0", "--beam"),
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt --prefix-file {w}/two.txt",
+     "--prefix-file"),
+    ("translate --checkpoint {w}/flipped --input {w}/src.txt", "model.safetensors"),
+    ("translate --checkpoint {w}/ckpt --checkpoint {w}/run --input {w}/src.txt --top-k 3",
+     "--top-k"),
+    ("score --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/two.txt", "has 3 lines but"),
+    ("evaluate --checkpoint {w}/ckpt --src {w}/src.txt --ref {w}/two.txt", "3"),
+    # generate, classify, attend
+    ("generate --checkpoint {w}/ckpt hello", "decoder-only"),
+    ("classify --checkpoint {w}/ckpt --input {w}/src.txt", "classif"),
+    ("attend --checkpoint {w}/nope --out {w}/maps alpha", "no such checkpoint directory"),
+    # import, export, check, serve
+    ("import {w}/nope --out {w}/imported", "nope"),
+    ("import {w}/marian --out {w}/imported", "bert"),
+    ("export {w}/ckpt --to hf --quantization int8 --out {w}/exported",
+     "--quantization applies to --to ctranslate2 only"),
+    ("export {w}/ckpt --to hf --out {w}/data", "already exists"),
+    ("check {w}/nope", "no such directory"),
+    ("check {w}/flipped", "model.safetensors"),
+    ("serve --checkpoint {w}/ckpt", "language pair is unknown"),
+    ("serve --checkpoint en-es={w}/ckpt --api-keys {w}/nope.txt", "nope.txt: no such file"),
+    # flags argparse checks
+    ("translate --checkpoint {w}/ckpt --beam two", "--beam"),
+    ("train --data {w}/data --out {w}/new --precision fp8", "--precision"),
+    ("frobnicate", "frobnicate"),
+]
+
+
+@pytest.mark.parametrize("command,says", CASES, ids=[c[0].split()[0] + f"-{i}"
+                                                     for i, c in enumerate(CASES)])
+def test_a_mistake_is_one_line_exit_2_and_nothing_lost(world, capsys, command, says):
+    before = snapshot(world)
+    with pytest.raises(SystemExit) as exited:
+        raise SystemExit(main(command.replace("{w}", str(world)).split()))
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("aiayn") and ": error: " in err and "Traceback" not in err, err
+    assert says in err, err
+    assert snapshot(world) == before
+    for leftover in ("new", "avg", "imported", "exported", "maps"):
+        assert not (world / leftover).exists()
+
+
+def test_the_catalogue_covers_every_subcommand():
+    from aiayn.cli import build_parser
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    covered = {c[0].split()[0] for c in CASES}
+    assert set(sub.choices) - covered <= {"positions"}  # (it takes no input to get wrong)
+    assert len(CASES) >= 40

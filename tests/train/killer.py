@@ -1,0 +1,100 @@
+"""Run an aiayn command and SIGKILL it at the N-th occurrence of an instant of one KIND:
+
+    python tests/train/killer.py KIND N aiayn-arguments...
+
+KIND (what the process is doing when it dies):
+  step        inside an optimizer step, before it updates anything
+  validation  inside a validation pass
+  weights     a checkpoint's model.safetensors just written, the rest not yet
+  state       a checkpoint's training state just written, its checksums not yet
+  rename      a complete checkpoint directory about to be renamed into place
+  link        the new ``last`` link made under its temporary name, not yet swapped in
+  prune       an old checkpoint renamed for deletion, not yet deleted
+  metrics     half a line of metrics.jsonl written
+  average     an average's weights written, its directory not yet renamed into place
+  encode      `prepare` encoding its data, its directory not yet renamed into place
+
+The kill is a real SIGKILL from the process to itself: no handler, no cleanup runs.
+"""
+
+import importlib
+import json
+import os
+import signal
+import sys
+
+from aiayn import checkpoint as ckpt
+from aiayn.cli import main
+from aiayn.train import metrics, trainer
+
+prepare = importlib.import_module("aiayn.data.prepare")  # the module, not its function
+
+kind, target, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+seen = 0
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def counted(fn, *, before=None, after=None, when=lambda *a, **k: True):
+    """``fn`` wrapped: at its ``target``-th call (that ``when`` accepts) run ``before`` (then
+    die) or call ``fn`` then ``after`` (then die)."""
+    def wrapper(*args, **kwargs):
+        global seen
+        if when(*args, **kwargs):
+            seen += 1
+            if seen == target:
+                if before is not None:
+                    before(*args, **kwargs)
+                    die()
+                fn(*args, **kwargs)
+                if after is not None:
+                    after(*args, **kwargs)
+                die()
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def half_line(self, record):
+    with open(self.path, "a") as handle:
+        line = json.dumps(record)
+        handle.write(line[: len(line) // 2])
+
+
+def link_half_made(link, target_name):
+    os.symlink(target_name, link.with_name(f".{link.name}.tmp"))
+
+
+nothing = lambda *a, **k: None  # noqa: E731
+if kind == "step":
+    trainer.train_step = counted(trainer.train_step, before=nothing)
+elif kind == "validation":
+    trainer.evaluate_loss = counted(trainer.evaluate_loss, before=nothing)
+elif kind == "weights":
+    ckpt.save_model = counted(ckpt.save_model, after=nothing)
+elif kind == "state":
+    ckpt.save_file = counted(ckpt.save_file, after=nothing)
+elif kind == "rename":
+    ckpt.replace_directory = counted(ckpt.replace_directory, before=nothing)
+elif kind == "link":
+    ckpt.point = counted(ckpt.point, before=link_half_made,
+                         when=lambda link, name: link.name == "last")
+elif kind == "prune":
+    def rename_oldest(run_dir, keep_last, protect):
+        steps = [p for p in ckpt.list_step_checkpoints(run_dir)[:-keep_last]
+                 if p.name not in protect]
+        os.replace(steps[0], steps[0].with_name(f".del-{steps[0].name}"))
+    def deletes(run_dir, keep_last, protect):
+        old = ckpt.list_step_checkpoints(run_dir)[:-keep_last]
+        return any(p.name not in protect for p in old)
+    ckpt.prune = counted(ckpt.prune, before=rename_oldest, when=deletes)
+elif kind == "metrics":
+    metrics.MetricsLog.write = counted(metrics.MetricsLog.write, before=half_line)
+elif kind == "average":
+    ckpt.save_file = counted(ckpt.save_file, after=nothing)
+elif kind == "encode":
+    prepare.write_checksums = counted(prepare.write_checksums, after=nothing)
+else:
+    sys.exit(f"unknown kind {kind!r}")
+sys.exit(main(argv))
