@@ -102,6 +102,6 @@ def toy_model(tmp_path_factory):
             log=lambda *_: None)
     cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
                       max_tokens=1500, warmup=150, lr_scale=0.7, max_steps=600,
-                      valid_every=600, valid_bleu_sentences=0)
+                      valid_every=600, valid_bleu_sentences=0, schedule="paper")
     train(root / "data", root / "run", cfg, progress=False, log=lambda *_: None)
     return ckpt.resolve_checkpoint(root / "run", "last")

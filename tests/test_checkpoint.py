@@ -53,7 +53,8 @@ def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy
 
 
 def test_averaging_k_checkpoints_equals_the_mean_of_their_tensors(toy_data, tmp_path):
-    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=12, keep_last=3),
+    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=12, keep_last=3,
+                                                   schedule="paper"),
           progress=False, log=lambda *_: None)
     steps = ckpt.list_step_checkpoints(tmp_path / "run")
     assert [p.name for p in steps] == ["step_0000004", "step_0000008", "step_0000012"]
@@ -67,7 +68,8 @@ def test_averaging_k_checkpoints_equals_the_mean_of_their_tensors(toy_data, tmp_
 
 def test_a_run_resolves_to_its_best_last_or_a_given_step(toy_data, tmp_path):
     run = tmp_path / "run"
-    summary = train(toy_data, run, TrainConfig(**FAST, max_epochs=1, keep_last=10),
+    summary = train(toy_data, run, TrainConfig(**FAST, max_epochs=1, keep_last=10,
+                                               schedule="paper"),
                     progress=False, log=lambda *_: None)
     assert summary["stopped"] == "max_epochs"
     steps = ckpt.list_step_checkpoints(run)

@@ -40,6 +40,7 @@ from .integrity import recorded, verify, write_checksums
 from .model import ARCHS, arch_of, build_model
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
+AVERAGED = "averaged"  # RUN/checkpoints/averaged: the average a budgeted run ends with
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
 
 
@@ -87,12 +88,12 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
                     extra_tensors: dict[str, torch.Tensor] | None = None,
                     state: dict[str, Any] | None = None,
                     languages: dict[str, str] | None = None,
-                    labels: list[str] | None = None) -> Path:
+                    labels: list[str] | None = None, placeholders: bool = False) -> Path:
     """Write ``run_dir/checkpoints/name`` atomically and point ``last`` at it.
 
     ``config.json`` holds the ModelConfig plus ``arch``, the kind of model (``ARCHS``), and
-    ``languages`` ({"source": "en", "target": "es"}) when known, and a classifier's
-    ``labels``."""
+    ``languages`` ({"source": "en", "target": "es"}) when known, a classifier's ``labels``,
+    and ``placeholders`` true when its data was prepared with placeholder protection."""
     root = run_dir / "checkpoints"
     final, tmp = root / name, root / f".tmp-{name}"
     try:
@@ -104,6 +105,8 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
         extra = {"languages": languages} if languages else {}
         if labels is not None:
             extra["labels"] = labels
+        if placeholders:
+            extra["placeholders"] = True
         (tmp / CONFIG).write_text(json.dumps({"arch": arch_of(model), **extra,
                                               **cfg.to_dict()}, indent=2))
         tokenizer.save(tmp)
@@ -184,8 +187,9 @@ def step_name(step: int) -> str:
 def resolve_checkpoint(path: str | Path, which: str | int | None = None) -> Path:
     """A checkpoint directory from a checkpoint or run directory, or a clear error.
 
-    For a run directory ``which`` picks the checkpoint: "best", "last", a step number or the
-    name of any directory under RUN/checkpoints; by default best, else last.
+    For a run directory ``which`` picks the checkpoint: "averaged", "best", "last", a step
+    number or the name of any directory under RUN/checkpoints; by default the average a
+    budgeted run ends with, else best, else last.
     """
     path = Path(path)
     if not path.exists():
@@ -194,7 +198,7 @@ def resolve_checkpoint(path: str | Path, which: str | int | None = None) -> Path
         return path
     root = path / "checkpoints"
     if which is None:
-        picks = ["best", "last"]
+        picks = [AVERAGED, "best", "last"]
     elif isinstance(which, int) or str(which).isdigit():
         picks = [step_name(int(which))]
     else:
@@ -279,11 +283,15 @@ def load_languages(ckpt: Path) -> dict[str, str] | None:
     return languages
 
 
+def load_placeholders(ckpt: Path) -> bool:
+    """Whether the model was trained on placeholder-protected data (``aiayn.placeholders``)."""
+    return _read_config(ckpt).get("placeholders") is True
+
+
 def load_config(ckpt: Path) -> ModelConfig:
     values = _read_config(ckpt)
-    values.pop("arch", None)
-    values.pop("languages", None)
-    values.pop("labels", None)
+    for key in ("arch", "languages", "labels", "placeholders"):
+        values.pop(key, None)
     try:
         return ModelConfig.from_dict(values)
     except (ConfigError, TypeError) as err:

@@ -84,6 +84,10 @@ def _add_prepare(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="the data directory to write")
     p.add_argument("--overwrite", action="store_true",
                    help="replace --out if it exists (only once everything is written)")
+    p.add_argument("--placeholders", action="store_true",
+                   help="protect placeholders (%%s, %%1$d, {0}, ${name}, <b>, &amp;...) as "
+                        "single pieces; models trained on the data put the source's back in "
+                        "their translations")
     p.set_defaults(command_fn=prepare_command)
 
 
@@ -96,7 +100,8 @@ def prepare_command(args: argparse.Namespace) -> None:
     languages = (args.src_lang, args.tgt_lang) if args.src_lang else None
     prepare(train, args.out, valid=valid, vocab_size=args.vocab_size, model_type=args.model_type,
             max_len=args.max_len, overwrite=args.overwrite, tokenizer=args.tokenizer,
-            languages=languages, task=args.task, log=_log)
+            languages=languages, task=args.task, protect_placeholders=args.placeholders,
+            log=_log)
     print(f"prepared {args.out}")
 
 
@@ -119,7 +124,7 @@ def _add_train(sub) -> None:
         if f.metadata["flag"]:
             p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
                            choices=f.metadata["choices"], metavar=f.metadata["unit"],
-                           help=f"{f.metadata['help']} (default: {f.default})")
+                           help=f"{f.metadata['help']} (default: {f.default})".replace("%", "%%"))
     p.set_defaults(command_fn=train_command)
 
 
@@ -374,6 +379,9 @@ def evaluate_command(args: argparse.Namespace) -> None:
                       device=args.device, int8=args.int8)
     print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+    if "placeholders_kept" in result:
+        print(f"placeholders kept = {100 * result['placeholders_kept']:.1f}%  (of "
+              f"{result['placeholder_sentences']} sentences with placeholders)")
 
 
 # -------------------------------------------------------------------------- generate

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import sacrebleu
 
+from . import placeholders
 from .errors import UserError
 from .translate import DecodeOptions, load
 
@@ -31,4 +32,15 @@ def evaluate(checkpoint: str | Path | list, sources: list[str], references: list
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")
     hypotheses = load(checkpoint, device=device, int8=int8).translate(sources, options)
-    return {**score(hypotheses, references), "hypotheses": hypotheses}
+    return {**score(hypotheses, references), **placeholder_rate(sources, hypotheses),
+            "hypotheses": hypotheses}
+
+
+def placeholder_rate(sources: list[str], hypotheses: list[str]) -> dict:
+    """Of the sources with placeholders (``%s``, ``{0}``, ``<b>``...), how many translations
+    hold exactly the same ones; {} when no source has any."""
+    having = [(s, h) for s, h in zip(sources, hypotheses) if placeholders.find(s)]
+    if not having:
+        return {}
+    kept = sum(placeholders.kept(s, h) for s, h in having)
+    return {"placeholders_kept": kept / len(having), "placeholder_sentences": len(having)}

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt
-from . import cpu
+from . import cpu, placeholders
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
 from .decode.ensemble import Ensemble
@@ -117,8 +117,9 @@ class Translator:
     """
 
     def __init__(self, model: Transformer, tokenizer: AnyTokenizer, *,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, placeholders: bool = False) -> None:
         self.model, self.tokenizer = model.eval(), tokenizer
+        self.placeholders = placeholders  # mask them as the training data was (``placeholders``)
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
@@ -134,9 +135,10 @@ class Translator:
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
         paths = list(path) if isinstance(path, (list, tuple)) else [path]
-        models, tokenizers = [], []
+        models, tokenizers, protect = [], [], False
         for one in paths:
             directory = ckpt.resolve_checkpoint(one)
+            protect = protect or ckpt.load_placeholders(directory)
             if ckpt.load_arch(directory) != "encoder-decoder":
                 raise UserError(f"{directory} holds a decoder-only language model; translate "
                                 "with an encoder-decoder checkpoint, or use `aiayn generate`")
@@ -149,7 +151,7 @@ class Translator:
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
             models = [cpu.for_inference(m, int8=int8) for m in models]
         model = models[0] if len(models) == 1 else Ensemble(models)
-        return cls(model.to(device), tokenizers[0])
+        return cls(model.to(device), tokenizers[0], placeholders=protect)
 
     # ---------------------------------------------------------------- encoding
     def encode_source(self, sentence: str, line: int | None = None) -> list[int]:
@@ -227,6 +229,10 @@ class Translator:
         """
         o = options or DecodeOptions()
         sentences = list(sentences)
+        found: list[list[str]] = [[] for _ in sentences]
+        if self.placeholders:
+            masked = [placeholders.mask(s) for s in sentences]
+            sentences, found = [m[0] for m in masked], [m[2] for m in masked]
         sources = [self.encode_source(s, i + 1) if s.strip() else [self.cfg.eos_id]
                    for i, s in enumerate(sentences)]
         prefix_ids = None
@@ -234,9 +240,13 @@ class Translator:
             prefix_ids = [self.tokenizer.encode_target(p)[: self.cfg.max_len - 2] if p.strip()
                           else [] for p in prefixes]
         hyps = self.translate_ids(sources, o, on_batch=on_batch, prefixes=prefix_ids)
+
+        def text(tokens: list[int], row: int) -> str:
+            out = self.tokenizer.decode(tokens)
+            return placeholders.restore(out, found[row]) if self.placeholders else out
         if o.nbest == 1:
-            return [self.tokenizer.decode(h[0].tokens) for h in hyps]
-        return [[(self.tokenizer.decode(x.tokens), x.score) for x in h] for h in hyps]
+            return [text(h[0].tokens, i) for i, h in enumerate(hyps)]
+        return [[(text(x.tokens, i), x.score) for x in h] for i, h in enumerate(hyps)]
 
     # ------------------------------------------------------------------ scoring
     @torch.inference_mode()

@@ -15,7 +15,8 @@ from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from tests.conftest import FAST, toy_pairs, write_pairs
 
-CFG = TrainConfig(**{**FAST, "valid_bleu_sentences": 0, "log_every": 4}, max_steps=12)
+CFG = TrainConfig(**{**FAST, "valid_bleu_sentences": 0, "log_every": 4, "schedule": "paper"},
+                  max_steps=12)
 
 
 def full_disk_at(monkeypatch, module, name: str, calls: set[int]) -> None:
@@ -41,7 +42,8 @@ def test_a_checkpoint_that_cannot_be_written_stops_with_last_at_the_previous(
     run = tmp_path / "run"
     argv = ["train", "--data", str(toy_data), "--out", str(run), "--preset", "tiny",
             "--max-tokens", "150", "--warmup", "10", "--valid-every", "4",
-            "--valid-bleu-sentences", "0", "--max-steps", "12", "--no-progress"]
+            "--valid-bleu-sentences", "0", "--max-steps", "12", "--no-progress",
+            "--schedule", "paper"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()  # (after training's own progress lines)
     assert "Traceback" not in err

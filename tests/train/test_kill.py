@@ -138,9 +138,10 @@ def test_training_killed_at_seeded_instants_ends_as_an_uninterrupted_run(toy_dat
 
 def test_resume_after_a_checkpoint_kept_its_metrics_window(toy_data, tmp_path):
     """A window logged after a checkpoint holds the steps before it too, resumed or not."""
-    cfg = TrainConfig(**{**FAST, "valid_every": EVERY, "log_every": LOG_EVERY}, max_steps=8)
+    settings = {**FAST, "valid_every": EVERY, "log_every": LOG_EVERY, "schedule": "paper"}
+    cfg = TrainConfig(**settings, max_steps=8)
     train(toy_data, tmp_path / "whole", cfg, progress=False, log=lambda *_: None)
-    first = TrainConfig(**{**FAST, "valid_every": EVERY, "log_every": LOG_EVERY}, max_steps=4)
+    first = TrainConfig(**settings, max_steps=4)
     train(toy_data, tmp_path / "two", first, progress=False, log=lambda *_: None)
     train(toy_data, tmp_path / "two", cfg, resume=True, progress=False, log=lambda *_: None)
     assert records(tmp_path / "two") == records(tmp_path / "whole")

@@ -18,10 +18,12 @@ from tests.conftest import FAST, losses
 
 
 def test_resumed_training_equals_uninterrupted_training(toy_data, tmp_path):
-    cfg = TrainConfig(**FAST, max_steps=10)
+    # the paper's schedule: a fitted one follows the budget, which differs between the runs
+    cfg = TrainConfig(**FAST, max_steps=10, schedule="paper")
     quiet = dict(progress=False, log=lambda *_: None)
     train(toy_data, tmp_path / "whole", cfg, **quiet)
-    train(toy_data, tmp_path / "split", TrainConfig(**FAST, max_steps=4), **quiet)
+    train(toy_data, tmp_path / "split", TrainConfig(**FAST, max_steps=4, schedule="paper"),
+          **quiet)
     summary = train(toy_data, tmp_path / "split", cfg, resume=True, **quiet)
     assert summary["step"] == 10 and summary["steps_run"] == 6
     whole, split = losses(tmp_path / "whole"), losses(tmp_path / "split")

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import UserError
 from ..files import replace_directory
 from ..integrity import write_checksums
+from ..placeholders import SENTINELS, mask
 from .corpus import STATS, TOKENIZER, ids_file, offsets_file, text_file
 from .tokenizer import BYTE_FALLBACK_MIN_VOCAB, AnyTokenizer, train_tokenizer
 
@@ -190,10 +191,13 @@ class _IdWriter:
 
 
 def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: str,
-                 max_len: int, keep_text: bool, labels: list[str] | None = None) -> SplitStats:
+                 max_len: int, keep_text: bool, labels: list[str] | None = None,
+                 protect: bool = False) -> SplitStats:
     """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``.
 
-    With ``labels`` (classification) the target side is a label: its index is the one id."""
+    With ``labels`` (classification) the target side is a label: its index is the one id.
+    With ``protect`` placeholders are encoded as sentinels; the text files keep them as they
+    are (validation references are raw text)."""
     largest = max(tokenizer.vocab_size, tokenizer.target_vocab_size)
     dtype = np.dtype(np.uint16 if largest <= 65535 else np.uint32)
     writers = {side: _IdWriter(out / ids_file(split, side), out / offsets_file(split, side), dtype)
@@ -203,9 +207,10 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     stats, coverage = SplitStats(), Coverage(tokenizer)
 
     def flush(batch: list[tuple[str, str]]) -> None:
-        src_ids = tokenizer.encode_batch([s for s, _ in batch])
+        encoded = [mask(s, t)[:2] for s, t in batch] if protect else batch
+        src_ids = tokenizer.encode_batch([s for s, _ in encoded])
         if labels is None:
-            tgt_ids = tokenizer.encode_batch([t for _, t in batch], side="target")
+            tgt_ids = tokenizer.encode_batch([t for _, t in encoded], side="target")
         else:
             tgt_ids = [[labels.index(t)] for _, t in batch]
         for (s_text, t_text), s, t in zip(batch, src_ids, tgt_ids):
@@ -258,7 +263,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             vocab_size: int = 8000, model_type: str = "bpe", max_len: int = 256,
             sample_sentences: int = 2_000_000, overwrite: bool = False,
             tokenizer: str | Path | None = None, languages: tuple[str, str] | None = None,
-            task: str = "translate", log=print) -> dict:
+            task: str = "translate", protect_placeholders: bool = False, log=print) -> dict:
     """Check, train the shared vocabulary on both sides of ``train``, encode every split.
 
     ``tokenizer``: a checkpoint (or run) whose vocabulary encodes the text instead, for
@@ -266,6 +271,8 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
     (source, target) codes such as ("en", "es"), kept with the data and its checkpoints.
     ``task`` "classify": the target side is a label (text<TAB>label); the vocabulary is
     trained on the texts and the labels, taken from the training data, are kept in stats.
+    ``protect_placeholders``: printf, brace and markup placeholders become sentinels that are
+    single pieces (``aiayn.placeholders``); models trained on it restore them when translating.
 
     Returns the statistics also written to ``out/stats.json``.
     Raises UserError for bad input; ``out`` is left untouched then.
@@ -280,6 +287,9 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         raise UserError(f"--max-len ({max_len}) must be at least 3")
     if task not in ("translate", "classify"):
         raise UserError(f"--task ({task!r}) must be translate or classify")
+    if protect_placeholders and (tokenizer is not None or task == "classify"):
+        raise UserError("--placeholders trains a vocabulary with the placeholder sentinels: it "
+                        "goes without --tokenizer and --task classify")
     given = None
     if tokenizer is not None:
         from .. import checkpoint as ckpt  # the checkpoint module reads data-directory names
@@ -303,6 +313,8 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
 
         def sentences() -> Iterator[str]:
             for s, t in read_pairs(train):
+                if protect_placeholders:
+                    s, t, _ = mask(s, t)
                 for text in (s.strip(),) if labels is not None else (s.strip(), t.strip()):
                     if text:
                         yield text
@@ -311,7 +323,8 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             log(f"training a joint {model_type.upper()} vocabulary of {vocab_size:,} pieces")
             vocab = train_tokenizer(sentences(), work / Path(TOKENIZER).stem,
                                     vocab_size=vocab_size, model_type=model_type,
-                                    sample_sentences=sample_sentences)
+                                    sample_sentences=sample_sentences,
+                                    symbols=SENTINELS if protect_placeholders else ())
         else:
             log(f"using the vocabulary of {tokenizer}")
             vocab = given
@@ -323,10 +336,12 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             stats["languages"] = {"source": languages[0], "target": languages[1]}
         if labels is not None:
             stats["task"], stats["labels"] = "classify", labels
+        if protect_placeholders:
+            stats["placeholders"] = True
         for name, source in splits.items():
             log(f"encoding {name} ({source.describe()})")
             split = encode_split(vocab, source, work, name, max_len, keep_text=name != "train",
-                                 labels=labels)
+                                 labels=labels, protect=protect_placeholders)
             stats["splits"][name] = dict(vars(split))
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "

@@ -212,13 +212,14 @@ BYTE_FALLBACK_MIN_VOCAB = 512
 
 def train_tokenizer(sentences: Iterable[str], prefix: Path, *, vocab_size: int,
                     model_type: str = "bpe", sample_sentences: int = 2_000_000,
-                    byte_fallback: bool | None = None) -> Tokenizer:
+                    byte_fallback: bool | None = None, symbols: Iterable[str] = ()) -> Tokenizer:
     """Train on an iterator of sentences; writes ``prefix.model`` and returns the tokenizer.
 
     ``sample_sentences`` bounds the memory SentencePiece uses on a large corpus (it samples).
     ``byte_fallback`` (default: on from ``BYTE_FALLBACK_MIN_VOCAB`` pieces) spells a character
     the vocabulary never saw as its UTF-8 bytes instead of ``<unk>``, so it survives a round
-    trip through encode and decode.
+    trip through encode and decode. ``symbols``: strings that are always one piece each
+    (the placeholder sentinels).
     """
     if byte_fallback is None:
         byte_fallback = vocab_size >= BYTE_FALLBACK_MIN_VOCAB
@@ -229,6 +230,8 @@ def train_tokenizer(sentences: Iterable[str], prefix: Path, *, vocab_size: int,
         shuffle_input_sentence=True, hard_vocab_limit=False, num_threads=2, minloglevel=2,
         byte_fallback=byte_fallback,
     )
+    if symbols := list(symbols):
+        options["user_defined_symbols"] = symbols
     with open(os.devnull, "w") as quiet:
         try:
             sys.stderr.fileno()  # SentencePiece silences its log by redirecting this descriptor

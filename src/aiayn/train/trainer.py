@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -25,7 +26,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import checkpoint as ckpt
-from .. import cpu
+from .. import cpu, placeholders
 from ..config import ConfigError, ModelConfig
 from ..data.corpus import Batch, ParallelCorpus, read_stats, text_file, token_batches
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
@@ -35,7 +36,7 @@ from ..model import EncoderModel, LanguageModel, build_model
 from ..threads import use_available_cores
 from ..translate import DecodeOptions, Translator
 from .metrics import MetricsLog, Window, describe
-from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
+from .recipe import FittedSchedule, TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
 
 
 @dataclass
@@ -90,9 +91,11 @@ class Run:
     train_data: ParallelCorpus
     valid_data: ParallelCorpus | None
     references: list[str]
+    valid_placeholders: list[list[str]]  # each validation source's, with protection
     tokenizer: AnyTokenizer
     languages: dict[str, str] | None
     labels: list[str] | None
+    placeholders: bool  # the data was prepared with placeholder protection
     state: TrainState
     metrics: MetricsLog
 
@@ -136,8 +139,11 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     tokenizer = load_tokenizer(data_dir)
     train_data = ParallelCorpus(data_dir, "train")
     valid_data = ParallelCorpus(data_dir, "valid") if "valid" in stats["splits"] else None
-    references = ((data_dir / text_file("valid", "tgt")).read_text(encoding="utf-8").splitlines()
-                  if valid_data is not None else [])
+    references = _lines(data_dir / text_file("valid", "tgt")) if valid_data is not None else []
+    valid_placeholders = []
+    if valid_data is not None and stats.get("placeholders"):
+        valid_placeholders = [placeholders.mask(s)[2]
+                              for s in _lines(data_dir / text_file("valid", "src"))]
     model_cfg = (_init_config(cfg, tokenizer) if cfg.init
                  else cfg.model_config(tokenizer.vocab_size))
     if int(train_data.sizes.max()) > model_cfg.max_len:
@@ -168,6 +174,9 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
             log(f"removed what an interrupted save left in {run_dir / 'checkpoints'}: "
                 f"{', '.join(left)}")
         state = _resume(run_dir, model, optimizer, model_cfg, cfg.arch, tokenizer, log)
+        if rank == 0 and (stale := run_dir / "checkpoints" / ckpt.AVERAGED).is_dir():
+            shutil.rmtree(stale)  # (the average of where the run was; rewritten at its end)
+            log(f"removed {stale}: the run goes on, and its end writes a new average")
     elif ckpt.list_step_checkpoints(run_dir):
         raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
                         "or choose another --out")
@@ -187,8 +196,15 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
-               train_data, valid_data, references, tokenizer, stats.get("languages"), labels,
-               state, metrics)
+               train_data, valid_data, references, valid_placeholders, tokenizer,
+               stats.get("languages"), labels,
+               bool(stats.get("placeholders")), state, metrics)
+
+
+def _lines(path: Path) -> list[str]:
+    """A text file of the data directory, one sentence a line (split at "\n" only)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
@@ -237,6 +253,76 @@ def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
     return state
 
 
+class Schedule:
+    """The learning rate of each step: the paper's (§5.3), or one fitted to the run's budget
+    (``FittedSchedule``) when the run has one. For ``max_minutes`` the expected number of steps
+    comes from the measured time per step (validations included) and is re-estimated every
+    ``REESTIMATE`` steps; step and epoch budgets give it exactly, so a resumed run follows the
+    same rates. A fitted run keeps checkpoints at ``FittedSchedule.TAIL`` fractions of its
+    steps and ends by averaging its last ``AVERAGE`` checkpoints."""
+
+    REESTIMATE = 10
+    FIRST_GUESS = 1.0  # steps per second, until the first steps are timed
+    AVERAGE = 3
+
+    def __init__(self, run: Run) -> None:
+        cfg, self.run = run.cfg, run
+        budget = bool(cfg.max_steps or cfg.max_minutes or cfg.max_epochs)
+        if cfg.schedule == "budget" and not budget:
+            raise UserError("--schedule budget fits the schedule to a budget: give --max-steps, "
+                            "--max-minutes or --max-epochs (or use --schedule paper)")
+        self.fitted = cfg.schedule == "budget" or (cfg.schedule == "auto" and budget)
+        self.start_step, self.start_time = run.state.step, time.monotonic()
+        self.per_epoch = 0
+        if cfg.max_epochs:
+            batches = token_batches(run.train_data.sizes, cfg.max_tokens, seed=cfg.seed, epoch=0)
+            self.per_epoch = max(1, len(batches) // run.world // cfg.grad_accum)
+        self.curve = self._fit(run.state.step) if self.fitted else None
+        self.tail_kept: set[float] = set()
+
+    def _fit(self, step: int) -> FittedSchedule:
+        cfg, limits = self.run.cfg, []
+        if cfg.max_steps:
+            limits.append(cfg.max_steps)
+        if cfg.max_epochs:
+            limits.append(cfg.max_epochs * self.per_epoch)
+        if cfg.max_minutes:
+            elapsed, done = time.monotonic() - self.start_time, step - self.start_step
+            rate = done / elapsed if done >= self.REESTIMATE and elapsed > 0 else self.FIRST_GUESS
+            limits.append(step + rate * max(0.0, cfg.max_minutes * 60 - elapsed))
+        return FittedSchedule.fit(round(min(limits)), self.run.model_cfg.d_model, cfg.lr_scale)
+
+    def describe(self) -> str:
+        cfg, d_model = self.run.cfg, self.run.model_cfg.d_model
+        if not self.fitted:
+            peak = noam_lr(cfg.warmup, d_model, cfg.warmup, cfg.lr_scale)
+            return (f"the paper's: warmup {cfg.warmup:,} steps, peak {peak:.2g}, "
+                    "inverse-square-root decay")
+        how = " (re-estimated from the step time)" if cfg.max_minutes else ""
+        return (f"fitted to the budget: {self.curve.describe()}{how}, then the last "
+                f"{self.AVERAGE} checkpoints averaged")
+
+    def lr(self, step: int) -> float:
+        """The rate of optimizer step ``step`` (from 1)."""
+        if not self.fitted:
+            return noam_lr(step, self.run.model_cfg.d_model, self.run.cfg.warmup,
+                           self.run.cfg.lr_scale)
+        if self.run.cfg.max_minutes and step % self.REESTIMATE == 0:
+            self.curve = self._fit(step)
+        return self.curve.lr(step)
+
+    def keep_checkpoint(self, step: int) -> bool:
+        """Whether ``step`` is one of the late steps checkpointed for the final average."""
+        if not self.fitted:
+            return False
+        if not self.run.cfg.max_minutes:  # a fixed number of steps: exactly there, resumed or not
+            return any(step == round(f * self.curve.total) for f in FittedSchedule.TAIL)
+        due = [f for f in FittedSchedule.TAIL
+               if f not in self.tail_kept and step >= round(f * self.curve.total)]
+        self.tail_kept.update(due)
+        return bool(due)
+
+
 class Preemption:
     """SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) asks training to stop: the current
     step finishes, a checkpoint is written and ``train`` returns with ``stopped`` "signal".
@@ -280,13 +366,15 @@ def train(data_dir: str | Path, run_dir: str | Path, cfg: TrainConfig, *, resume
 def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progress: bool,
            log, preemption: Preemption) -> dict:
     run = setup(data_dir, run_dir, cfg, resume=resume, log=log)
-    state = run.state
+    state, schedule = run.state, Schedule(run)
+    if run.is_main:
+        log(f"schedule: {schedule.describe()}")
     start_time, start_step = time.monotonic(), state.step
     bar = _progress_bar(cfg, state) if progress and run.is_main else None
     window, last_saved, summary, stop = Window.resumed(state.window), -1, {}, ""
     run.net.train()
     for micro in _micro_batches(run):
-        lr = noam_lr(state.step + 1, run.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
+        lr = schedule.lr(state.step + 1)
         loss, nll, tokens, finite = _fitting_step(run, micro, lr, log)
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
         if finite:
@@ -307,7 +395,8 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         if preemption.received is not None:  # a checkpoint, no validation: resume is exact
             stop = "signal"
             break
-        if state.step % cfg.valid_every == 0 or stop:
+        keep = schedule.keep_checkpoint(state.step)
+        if state.step % cfg.valid_every == 0 or stop or keep:
             summary = validate(run)
             if bar is not None and len(summary) > 1:  # progress and validation to stderr
                 bar.write(describe(summary), file=sys.stderr)
@@ -324,6 +413,9 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
     run.metrics.close()
     if last_saved != state.step:
         save(run, window, final=True)
+    averaged = None
+    if schedule.fitted and stop != "signal" and run.is_main:
+        averaged = average_last(run, Schedule.AVERAGE, log)
     if run.world > 1:
         dist.barrier()
     if stop == "signal":
@@ -334,7 +426,23 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
     return {"stopped": stop, "step": state.step, "epoch": state.epoch, "skipped": state.skipped,
             "steps_run": state.step - start_step, "minutes": (time.monotonic() - start_time) / 60,
             "last": summary, "best": state.best,
-            "checkpoint": str((run.run_dir / "checkpoints" / "last").resolve())}
+            "checkpoint": str((run.run_dir / "checkpoints" / "last").resolve()),
+            **({"averaged": str(averaged)} if averaged else {})}
+
+
+def average_last(run: Run, count: int, log) -> Path | None:
+    """Average the run's last ``count`` step checkpoints into RUN/checkpoints/averaged (which
+    ``aiayn.load(RUN)`` prefers); a failure to write it is reported, not fatal."""
+    steps = ckpt.list_step_checkpoints(run.run_dir)[-count:]
+    out = run.run_dir / "checkpoints" / ckpt.AVERAGED
+    try:
+        ckpt.average_checkpoints(steps, out)
+    except (OSError, UserError) as err:
+        print(f"aiayn: warning: {out}: the average could not be written ({err})",
+              file=sys.stderr)
+        return None
+    log(f"averaged {len(steps)} checkpoints ({steps[0].name} .. {steps[-1].name}) into {out}")
+    return out
 
 
 def _fitting_step(run: Run, micro: list[Batch], lr: float,
@@ -451,6 +559,7 @@ def save(run: Run, window: Window, *, final: bool = False) -> bool:
     try:
         ckpt.save_checkpoint(run.run_dir, name, run.model, run.model_cfg, run.tokenizer,
                              extra_tensors=tensors, languages=run.languages, labels=run.labels,
+                             placeholders=run.placeholders,
                              state={**state.to_json(), "optimizer": optimizer_meta,
                                     "train_config": run.cfg.to_dict()})
         if state.best["step"] == state.step:
@@ -519,8 +628,11 @@ def evaluate_bleu(run: Run, count: int) -> float:
     hyps = translator.translate_ids(sources, DecodeOptions(beam=1,
                                                            batch_tokens=run.cfg.max_tokens))
     run.model.train()
-    return score([run.tokenizer.decode(h[0].tokens) for h in hyps],
-                 run.references[:count])["bleu"]
+    outputs = [run.tokenizer.decode(h[0].tokens) for h in hyps]
+    if run.placeholders:  # the references are raw text: put the sources' placeholders back
+        outputs = [placeholders.restore(out, found)
+                   for out, found in zip(outputs, run.valid_placeholders)]
+    return score(outputs, run.references[:count])["bleu"]
 
 
 def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
