@@ -247,26 +247,19 @@ def _decode_options(args: argparse.Namespace, nbest: int = 1):
 
 
 def _read_lines(path: str | None) -> list[str]:
-    """The lines of a UTF-8 file (stdin when None), split at "\n" alone (and a CRLF's "\r"
-    dropped): other characters Python counts as line breaks (U+2028, U+0085, form feed...)
-    stay inside their line, so that every input line gets one output line."""
+    """The lines of a UTF-8 file (stdin when None), as ``corpus.split_lines`` splits them:
+    every input line gets one output line."""
+    from .data.corpus import split_lines
     if path is None:
-        return _split_lines(sys.stdin.read())
+        return split_lines(sys.stdin.read())
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{p}: no such file")
     try:
-        return _split_lines(p.read_bytes().decode("utf-8"))
+        return split_lines(p.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:
         line = p.read_bytes()[:err.start].count(b"\n") + 1
         raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
-
-
-def _split_lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _one_line(text: str) -> str:

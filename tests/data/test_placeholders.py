@@ -10,6 +10,7 @@ from aiayn import placeholders
 from aiayn.data.prepare import TextPair, prepare
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.translate import DecodeOptions, Translator
+from tests.conftest import write_pairs
 
 FORMS = ["%s", "%d", "%1$d", "%2$s", "%-10.3f", "%qs", "%lu", "%.*s", "%(name)s", "%%", "%H",
          "%1", "{0}", "{name}", "{}", "${name}", "<b>", "</b>", "<br/>", '<a href="x.html">',
@@ -50,12 +51,14 @@ def test_restore_repairs_what_the_model_lost_or_repeated():
         assert placeholders.kept("%s <b> </b>", placeholders.restore(output, found))
 
 
+# software strings with a printf placeholder, a brace field and markup in every line
+PAIRS = [(f"Open %s file {i} in <b>{'{0}'}</b>", f"Datei {i} %s in <b>{'{0}'}</b> öffnen")
+         for i in range(150)]
+
+
 def test_prepared_data_protects_placeholders_as_single_pieces(tmp_path):
-    src, tgt = tmp_path / "train.en", tmp_path / "train.de"
-    pairs = [(f"Open %s file {i} in <b>{'{0}'}</b>", f"Datei {i} %s in <b>{'{0}'}</b> öffnen")
-             for i in range(150)]
-    src.write_text("".join(s + "\n" for s, _ in pairs))
-    tgt.write_text("".join(t + "\n" for _, t in pairs))
+    pairs = PAIRS
+    src, tgt = write_pairs(tmp_path, "train", pairs)
     stats = prepare(TextPair(src, tgt), tmp_path / "data", valid=TextPair(src, tgt),
                     vocab_size=120, protect_placeholders=True, log=lambda *_: None)
     assert stats["placeholders"] is True
@@ -90,11 +93,8 @@ def test_checkpoints_of_protected_data_translate_with_protection(tmp_path):
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.trainer import train
     from tests.conftest import FAST
-    src, tgt = tmp_path / "train.en", tmp_path / "train.de"
-    pairs = [(f"Open %s file {i} in <b>{'{0}'}</b>", f"Datei {i} %s in <b>{'{0}'}</b> öffnen")
-             for i in range(150)]
-    src.write_text("".join(s + "\n" for s, _ in pairs))
-    tgt.write_text("".join(t + "\n" for _, t in pairs))
+    pairs = PAIRS
+    src, tgt = write_pairs(tmp_path, "train", pairs)
     prepare(TextPair(src, tgt), tmp_path / "data", valid=TextPair(src, tgt), vocab_size=120,
             protect_placeholders=True, log=lambda *_: None)
     train(tmp_path / "data", tmp_path / "run", TrainConfig(**FAST, max_steps=4),

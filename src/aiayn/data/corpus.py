@@ -114,6 +114,16 @@ class ParallelCorpus:
         return Batch(src, tgt_in, tgt_out, pad)
 
 
+def split_lines(text: str) -> list[str]:
+    """Text as sentences, one a line: split at "\n" alone, a CRLF's "\r" dropped. Other
+    characters Python counts as line breaks (U+2028, U+0085, form feed...) stay inside their
+    line, so that every input line is one sentence."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 @dataclass
 class Batch:
     src: Tensor  # (B, S)

@@ -28,7 +28,7 @@ from torch.nn.parallel import DistributedDataParallel
 from .. import checkpoint as ckpt
 from .. import cpu, placeholders
 from ..config import ConfigError, ModelConfig
-from ..data.corpus import Batch, ParallelCorpus, read_stats, text_file, token_batches
+from ..data.corpus import Batch, ParallelCorpus, read_stats, split_lines, text_file, token_batches
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
@@ -139,11 +139,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     tokenizer = load_tokenizer(data_dir)
     train_data = ParallelCorpus(data_dir, "train")
     valid_data = ParallelCorpus(data_dir, "valid") if "valid" in stats["splits"] else None
-    references = _lines(data_dir / text_file("valid", "tgt")) if valid_data is not None else []
+
+    def text(side: str) -> list[str]:  # the kept validation sentences, as text
+        return split_lines((data_dir / text_file("valid", side)).read_text(encoding="utf-8"))
+    references = text("tgt") if valid_data is not None else []
     valid_placeholders = []
     if valid_data is not None and stats.get("placeholders"):
-        valid_placeholders = [placeholders.mask(s)[2]
-                              for s in _lines(data_dir / text_file("valid", "src"))]
+        valid_placeholders = [placeholders.mask(s)[2] for s in text("src")]
     model_cfg = (_init_config(cfg, tokenizer) if cfg.init
                  else cfg.model_config(tokenizer.vocab_size))
     if int(train_data.sizes.max()) > model_cfg.max_len:
@@ -199,12 +201,6 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                train_data, valid_data, references, valid_placeholders, tokenizer,
                stats.get("languages"), labels,
                bool(stats.get("placeholders")), state, metrics)
-
-
-def _lines(path: Path) -> list[str]:
-    """A text file of the data directory, one sentence a line (split at "\n" only)."""
-    lines = path.read_text(encoding="utf-8").split("\n")
-    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
