@@ -29,6 +29,22 @@ def test_fitted_schedule_at_known_budgets(total, d_model):
     assert all(a >= b for a, b in zip(after, after[1:]))  # decays, never rises
 
 
+def test_inverse_sqrt_decay_is_the_papers_shape_from_the_fitted_peak():
+    s = FittedSchedule.fit(1000, 256, decay="inverse-sqrt")
+    assert (s.warmup, s.peak) == (100, pytest.approx(0.022 / 16))
+    assert s.lr(100) == pytest.approx(s.peak)
+    assert s.lr(400) == pytest.approx(s.peak / 2)  # peak * sqrt(warmup / step)
+    assert s.lr(1000) == pytest.approx(s.peak * math.sqrt(0.1))
+    # with the paper's warmup and the peak it reaches, the two schedules agree after warmup
+    paper = FittedSchedule(100_000, 4000, noam_lr(4000, 512, 4000), 0.0, "inverse-sqrt")
+    assert paper.lr(9000) == pytest.approx(noam_lr(9000, 512, 4000))
+    assert FittedSchedule(10**6, 10, 1.0, 0.05, "inverse-sqrt").lr(10**6) == 0.05  # the floor
+    assert s.describe() == ("warmup 100 steps, peak 0.0014, inverse-square-root decay to "
+                            "0.00043 at ~1,000 steps")
+    with pytest.raises(ValueError, match="decay"):
+        FittedSchedule.fit(1000, 256, decay="linear")
+
+
 def test_fitted_schedule_describes_itself():
     assert FittedSchedule.fit(2350, 256).describe() == (
         "warmup 235 steps, peak 0.0014, cosine decay to 6.9e-05 at ~2,350 steps")
@@ -96,3 +112,11 @@ def test_a_budget_schedule_needs_a_budget(toy_data, tmp_path):
     cfg = TrainConfig(**{**FAST, "schedule": "budget"})
     with pytest.raises(UserError, match="--schedule budget fits the schedule to a budget"):
         train(toy_data, tmp_path / "run", cfg, progress=False, log=lambda *_: None)
+
+
+def test_the_decay_flag_reaches_the_run(toy_data, tmp_path):
+    cfg = TrainConfig(**{**FAST, "valid_bleu_sentences": 0, "decay": "inverse-sqrt"},
+                      max_steps=12)
+    train(toy_data, tmp_path / "run", cfg, progress=False, log=lambda *_: None)
+    curve = FittedSchedule.fit(12, 32, decay="inverse-sqrt")
+    assert rates(tmp_path / "run") == {s: curve.lr(s) for s in range(1, 13)}

@@ -17,6 +17,7 @@ from ..config import PRESETS, ConfigError, ModelConfig, check_keys
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("auto", "paper", "budget")
+DECAYS = ("cosine", "inverse-sqrt")
 
 
 ARCHS = ("encoder-decoder", "decoder-only", "encoder")
@@ -64,6 +65,10 @@ class TrainConfig:
                             "§5.3 with --warmup and --lr-scale; auto = budget when --max-steps, "
                             "--max-minutes or --max-epochs is given, else paper",
                             choices=SCHEDULES)
+    decay: str = setting("cosine", "the fitted schedule's decay after its warmup: cosine to 5% "
+                         "of the peak at the last step, or inverse-sqrt (the paper's shape, "
+                         "peak x sqrt(warmup / step)); docs/quality.md compares them",
+                         choices=DECAYS)
     lr_scale: float = setting(1.0, "factor on the learning rate of either schedule (the "
                               "paper's: d_model^-0.5 min(step^-0.5, step warmup^-1.5), §5.3)",
                               unit="FACTOR")
@@ -163,7 +168,9 @@ class TrainConfig:
 @dataclass(frozen=True)
 class FittedSchedule:
     """A schedule made for a run of ``total`` steps: linear warmup over ``WARMUP_FRACTION`` of
-    them to ``peak``, then cosine decay that reaches ``floor`` at the last step.
+    them to ``peak``, then a ``decay``: "cosine" reaches ``floor`` at the last step;
+    "inverse-sqrt" is the paper's shape (peak x sqrt(warmup / step), §5.3), never below
+    ``floor``.
 
     The peak follows the width as the paper's does (d_model^-0.5) with the constant that a
     30-minute `small` run on this project's machine found best by hand (1.4e-3 at d_model 256;
@@ -173,6 +180,7 @@ class FittedSchedule:
     warmup: int
     peak: float
     floor: float
+    decay: str = "cosine"
 
     PEAK_PER_WIDTH = 0.022  # peak = PEAK_PER_WIDTH * d_model^-0.5 * scale
     WARMUP_FRACTION = 0.1
@@ -180,19 +188,27 @@ class FittedSchedule:
     TAIL = (0.9, 0.95)  # fractions of the run after which a checkpoint is kept for averaging
 
     @classmethod
-    def fit(cls, total: int, d_model: int, scale: float = 1.0) -> "FittedSchedule":
+    def fit(cls, total: int, d_model: int, scale: float = 1.0,
+            decay: str = "cosine") -> "FittedSchedule":
+        if decay not in DECAYS:
+            raise ValueError(f"decay ({decay!r}) must be one of {', '.join(DECAYS)}")
         total = max(1, int(total))
         peak = cls.PEAK_PER_WIDTH * d_model ** -0.5 * scale
         return cls(total, max(1, round(cls.WARMUP_FRACTION * total)), peak,
-                   peak * cls.FLOOR_FRACTION)
+                   peak * cls.FLOOR_FRACTION, decay)
 
     def lr(self, step: int) -> float:
         if step <= self.warmup:
             return self.peak * step / self.warmup
+        if self.decay == "inverse-sqrt":
+            return max(self.floor, self.peak * (self.warmup / step) ** 0.5)
         progress = min(1.0, (step - self.warmup) / max(1, self.total - self.warmup))
         return self.floor + (self.peak - self.floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
     def describe(self) -> str:
+        if self.decay == "inverse-sqrt":
+            return (f"warmup {self.warmup:,} steps, peak {self.peak:.2g}, inverse-square-root "
+                    f"decay to {self.lr(self.total):.2g} at ~{self.total:,} steps")
         return (f"warmup {self.warmup:,} steps, peak {self.peak:.2g}, cosine decay to "
                 f"{self.floor:.2g} at ~{self.total:,} steps")
 

@@ -286,7 +286,8 @@ class Schedule:
             elapsed, done = time.monotonic() - self.start_time, step - self.start_step
             rate = done / elapsed if done >= self.REESTIMATE and elapsed > 0 else self.FIRST_GUESS
             limits.append(step + rate * max(0.0, cfg.max_minutes * 60 - elapsed))
-        return FittedSchedule.fit(round(min(limits)), self.run.model_cfg.d_model, cfg.lr_scale)
+        return FittedSchedule.fit(round(min(limits)), self.run.model_cfg.d_model, cfg.lr_scale,
+                                  cfg.decay)
 
     def describe(self) -> str:
         cfg, d_model = self.run.cfg, self.run.model_cfg.d_model
