@@ -24,7 +24,7 @@ demo: install
 # the decoding benchmark against Hugging Face and CTranslate2 (about 15 minutes; docs/benchmarks.md)
 bench: install
 	$(PY) -m pip install --quiet -e '.[test,bench]'
-	$(PY) benchmarks/decode_speed.py --isolate --repeats 3 --rounds 3
+	$(PY) benchmarks/decode_speed.py --repeats 3 --rounds 3
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -1,22 +1,29 @@
-"""Decoding speed (generated tokens/s): aiayn against Hugging Face and CTranslate2.
+"""Decoding speed (generated tokens/s): aiayn against CTranslate2 and Hugging Face, each alone.
 
-Every system decodes the same random source sentences with a model of the same size (random
-weights: speed does not depend on them) and is forced to produce exactly ``--out-len`` tokens
-per sentence, so all do the same work. For CTranslate2 our own model is converted (weights
-copied into a CTranslate2 Transformer spec) and run in float32 and int8; Hugging Face runs a
-MarianMTModel of the same shape. Systems alternate within each row, for ``--rounds`` rounds (the
-table shows each system's median); with ``--isolate`` each measurement runs in a fresh process
-of its own (the systems' thread pools and caches then cannot disturb one another). aiayn decodes
-with the allocator settings that ``aiayn.load`` and ``aiayn translate`` apply
-(``aiayn.cpu``). Run by hand (bench extra: ``pip install transformers ctranslate2``):
+Every system decodes the same source sentences (25 tokens + EOS, fixed ids) with a model of the
+same size (random weights: speed does not depend on them) and is forced to produce exactly
+``--out-len`` tokens per sentence, so all do the same work. CTranslate2 runs *our* model,
+converted weight for weight into a CTranslate2 Transformer spec, in float32 and int8 (its
+compute types on this CPU: float32, int8, int8_float32, the last the same as int8 here);
+Hugging Face runs a MarianMTModel of the same shape.
 
-    .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--repeats 3] [--isolate]
-        [--rounds 3]
+Every measurement is a fresh process that loads one system only (CTranslate2's imports neither
+torch nor aiayn: checked), warms up, then times ``--repeats`` runs and reports their median.
+Systems alternate within each row, ``--rounds`` times; the table shows each system's median
+over the rounds. aiayn decodes as ``aiayn.load`` prepares a model (``aiayn.cpu.for_inference``,
+the allocator settings).
+
+``--together`` measures the old way, every system built in one process and run one after the
+other: it shows what that does to the figures (docs/benchmarks.md), nothing else.
+
+    .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--rounds 3]
+        [--repeats 3] [--systems ...] [--together]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -24,16 +31,29 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-from aiayn import ModelConfig, Transformer
-from aiayn.cpu import for_inference, reuse_freed_memory
-from aiayn.decode.search import beam_search, greedy_search
-
-VOCAB = 8000
+VOCAB, SRC_LEN = 8000, 25
+PAD, BOS, EOS = 0, 2, 3
+SYSTEMS = ("aiayn", "aiayn --int8", "Hugging Face", "CTranslate2 float32", "CTranslate2 int8")
+ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
+HERE = Path(__file__).resolve().parent
 
 
-def to_ctranslate2(model: Transformer, directory: str) -> None:
+def source_ids(rows: int = 32) -> list[list[int]]:
+    """The same sources in every process, without torch: 25 spread ids per sentence."""
+    return [[4 + (7919 * (row * SRC_LEN + i)) % (VOCAB - 4) for i in range(SRC_LEN)]
+            for row in range(rows)]
+
+
+def build_model(size: str):
+    """The seeded random model every system starts from."""
+    import torch
+
+    from aiayn import ModelConfig, Transformer
+    torch.manual_seed(0)
+    return Transformer(ModelConfig.preset(size, vocab_size=VOCAB)).eval()
+
+
+def to_ctranslate2(model, directory: str) -> None:
     """Write our post-norm Transformer as a CTranslate2 model (weights copied, not retrained)."""
     from ctranslate2.specs import common_spec, transformer_spec
 
@@ -52,7 +72,7 @@ def to_ctranslate2(model: Transformer, directory: str) -> None:
     def norm(dst, name):
         dst.gamma, dst.beta = sd[f"{name}.weight"], sd[f"{name}.bias"]
 
-    for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
+    for stack in (spec.encoder, spec.decoder):
         emb = stack.embeddings[0] if isinstance(stack.embeddings, list) else stack.embeddings
         emb.weight = sd["src_embed.token.weight"]
         stack.scale_embeddings = True
@@ -86,144 +106,154 @@ def to_ctranslate2(model: Transformer, directory: str) -> None:
     spec.save(directory)
 
 
-def marian(cfg: ModelConfig):
-    from transformers import MarianConfig, MarianMTModel
-    conf = MarianConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model,
-                        encoder_layers=cfg.n_encoder_layers, decoder_layers=cfg.n_decoder_layers,
-                        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
-                        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff,
-                        activation_function="relu", max_position_embeddings=cfg.max_len,
-                        scale_embedding=True, pad_token_id=0, eos_token_id=3,
-                        decoder_start_token_id=2, forced_eos_token_id=None)
-    return MarianMTModel(conf).eval()
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        time.sleep(0.3)  # let the previous system's worker threads stop spinning
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def build(system: str, size: str, work: Path | None, out_len: int):
+    """``fn(batch, beam, rows)`` decoding source rows ``rows`` (a slice) with one system."""
+    ids = source_ids()
+    if system.startswith("CTranslate2"):
+        import ctranslate2
+        translator = ctranslate2.Translator(str(work / f"ct2-{size}"), device="cpu",
+                                            compute_type=system.split()[-1],
+                                            intra_threads=cores(), inter_threads=1)
+        pieces = [[f"t{i}" for i in row] for row in ids]
 
-
-SYSTEMS = ("aiayn", "Hugging Face", "CTranslate2 float32", "aiayn --int8", "CTranslate2 int8")
-ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
-
-
-def build(name: str, size: str, args, workdir: str):
-    """One system, ready to decode ``fn(batch, beam)`` on the shared random sources. Every
-    system starts from the same seeded weights (CTranslate2 converts ours)."""
-    torch.manual_seed(0)
-    cfg = ModelConfig.preset(size, vocab_size=VOCAB)
-    ours = Transformer(cfg).eval()
-    out_len = args.out_len
-    gen = torch.Generator().manual_seed(0)
-    src = torch.randint(4, VOCAB, (32, args.src_len), generator=gen)
-    src[:, -1] = 3
-    if name.startswith("aiayn"):
-        reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
-        model = for_inference(ours, int8=name.endswith("int8"))
-
-        def fn(batch, beam):
-            if beam == 1:
-                greedy_search(model, src[:batch], min_len=out_len - 1, max_len_a=0,
-                              max_len_b=out_len)
-            else:
-                beam_search(model, src[:batch], beam=beam, lenpen=0.6, min_len=out_len - 1,
-                            max_len_a=0, max_len_b=out_len)
+        def fn(batch, beam, rows):
+            translator.translate_batch(pieces[rows], beam_size=beam, length_penalty=0.6,
+                                       min_decoding_length=out_len,
+                                       max_decoding_length=out_len, max_batch_size=batch)
         return fn
-    if name == "Hugging Face":
-        hf = marian(cfg)
+    import torch
+    src = torch.tensor([row + [EOS] for row in ids])
+    model = build_model(size)
+    if system == "Hugging Face":
+        from transformers import MarianConfig, MarianMTModel
+        cfg = model.cfg
+        hf = MarianMTModel(MarianConfig(
+            vocab_size=VOCAB, d_model=cfg.d_model, encoder_layers=cfg.n_encoder_layers,
+            decoder_layers=cfg.n_decoder_layers, encoder_attention_heads=cfg.n_heads,
+            decoder_attention_heads=cfg.n_heads, encoder_ffn_dim=cfg.d_ff,
+            decoder_ffn_dim=cfg.d_ff, activation_function="relu",
+            max_position_embeddings=cfg.max_len, scale_embedding=True, pad_token_id=PAD,
+            eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None)).eval()
 
-        def fn(batch, beam):
+        def fn(batch, beam, rows):
             with torch.inference_mode():
-                hf.generate(src[:batch], attention_mask=torch.ones_like(src[:batch]),
+                hf.generate(src[rows], attention_mask=torch.ones_like(src[rows]),
                             num_beams=beam, do_sample=False, min_new_tokens=out_len,
                             max_new_tokens=out_len, length_penalty=0.6)
         return fn
-    import ctranslate2
-    directory = f"{workdir}/ct2"
-    if not Path(directory).exists():
-        Path(directory).mkdir()
-        to_ctranslate2(ours, directory)
-    translator = ctranslate2.Translator(directory, device="cpu", compute_type=name.split()[-1],
-                                        intra_threads=torch.get_num_threads())
-    tokens = [[f"t{int(i)}" for i in row[:-1]] for row in src]
+    from aiayn.cpu import for_inference, reuse_freed_memory
+    from aiayn.decode.search import beam_search, greedy_search
+    reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
+    model = for_inference(model, int8=system.endswith("int8"))
 
-    def fn(batch, beam):
-        translator.translate_batch(tokens[:batch], beam_size=beam, max_decoding_length=out_len,
-                                   min_decoding_length=out_len, length_penalty=0.6,
-                                   max_batch_size=batch)
+    def fn(batch, beam, rows):
+        if beam == 1:
+            greedy_search(model, src[rows], min_len=out_len - 1, max_len_a=0,
+                          max_len_b=out_len)
+        else:
+            beam_search(model, src[rows], beam=beam, lenpen=0.6, min_len=out_len - 1,
+                        max_len_a=0, max_len_b=out_len)
     return fn
 
 
 def measure(fn, batch: int, beam: int, args) -> float:
+    """Generated tokens per second: warm-up, then the median of ``args.repeats`` timed runs."""
     sentences = 32 if batch == 32 else args.single
 
-    def work():
-        for _ in range(0, sentences, batch):
-            fn(batch, beam)
-    return sentences * args.out_len / timed(work, args.repeats)
+    def once():
+        for start in range(0, sentences, batch):
+            fn(batch, beam, slice(start, start + batch))
+    once()
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - start)
+    return sentences * args.out_len / statistics.median(times)
 
 
-def run_size(size: str, args) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        systems = {} if args.isolate else {n: build(n, size, args, tmp) for n in SYSTEMS}
-        for batch, beam, label in ROWS:
-            runs: dict[str, list[float]] = {name: [] for name in SYSTEMS}
-            for _ in range(args.rounds):
-                for name in SYSTEMS:  # alternate systems within the row, round after round
-                    if args.isolate:  # each system alone in a fresh process
-                        out = subprocess.run(
-                            [sys.executable, __file__, "--worker", name, "--sizes", size,
-                             "--batch", str(batch), "--beam", str(beam), "--repeats",
-                             str(args.repeats), "--out-len", str(args.out_len), "--src-len",
-                             str(args.src_len), "--single", str(args.single)],
-                            check=True, capture_output=True, text=True).stdout
-                        runs[name].append(float(out.strip().splitlines()[-1]))
-                    else:
-                        runs[name].append(measure(systems[name], batch, beam, args))
-            rates = {name: statistics.median(r) for name, r in runs.items()}
-            cells = " | ".join(f"{rates[n]:,.0f}" for n in SYSTEMS)
-            ratio = rates["aiayn"] / rates["CTranslate2 float32"]
-            ratio8 = rates["aiayn --int8"] / rates["CTranslate2 int8"]
-            print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} | {ratio8:.2f} |",
-                  flush=True)
+def worker(args) -> None:
+    fn = build(args.worker, args.sizes[0], Path(args.work) if args.work else None, args.out_len)
+    rate = measure(fn, args.batch, args.beam, args)
+    if args.worker.startswith("CTranslate2"):
+        assert "torch" not in sys.modules and "aiayn" not in sys.modules
+    print(rate)
+
+
+def prepare(work: Path, sizes: list[str]) -> None:
+    """The CTranslate2 conversions of every size's model (float32; int8 is quantized at load)."""
+    for size in sizes:
+        (work / f"ct2-{size}").mkdir()
+        to_ctranslate2(build_model(size), str(work / f"ct2-{size}"))
+
+
+def run_worker(system: str, size: str, batch: int, beam: int, work: Path, args) -> float:
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", system, "--work", str(work), "--sizes", size,
+         "--batch", str(batch), "--beam", str(beam), "--repeats", str(args.repeats),
+         "--out-len", str(args.out_len), "--single", str(args.single)],
+        check=True, capture_output=True, text=True, env=env).stdout
+    return float(out.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["small", "base"])
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--out-len", type=int, default=30)
-    parser.add_argument("--src-len", type=int, default=25)
     parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 rows")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="measure every system this many times per row, alternating; "
-                             "the table shows the median")
-    parser.add_argument("--isolate", action="store_true",
-                        help="time each system in its own fresh process")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="measurements of every system per row, alternating; medians shown")
+    parser.add_argument("--together", action="store_true",
+                        help="the old way: every system in this one process (see the docs)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:  # one measurement, printed alone on the last line
-        with tempfile.TemporaryDirectory() as tmp:
-            fn = build(args.worker, args.sizes[0], args, tmp)
-            print(measure(fn, args.batch, args.beam, args))
+        worker(args)
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 unless named "
-          f"(aiayn --int8: torch dynamic int8 quantization); "
-          f"{args.out_len} tokens out per sentence, sources of {args.src_len} tokens; "
-          f"median of {args.rounds} round(s) of {args.repeats} repeats")
-    print("| size, batch | mode | aiayn | Hugging Face | CTranslate2 float32 | aiayn --int8 "
-          "| CTranslate2 int8 | aiayn / CT2 float32 | aiayn int8 / CT2 int8 |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for size in args.sizes:
-        run_size(size, args)
+    systems = args.systems
+    import ctranslate2
+    import torch
+    print(f"{cores()} cores; torch {torch.__version__} with {torch.get_num_threads()} threads "
+          f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}); CTranslate2 "
+          f"{ctranslate2.__version__} with intra_threads={cores()}, inter_threads=1; "
+          f"{args.out_len} tokens out per sentence, sources of {SRC_LEN} tokens + EOS; "
+          f"length penalty 0.6; median of {args.rounds} round(s) of {args.repeats} repeats, "
+          + ("all systems in this one process" if args.together
+             else "each system alone in a fresh process"), flush=True)
+    print("| size, batch | mode | " + " | ".join(systems) + " | aiayn float32 / CT2 float32 "
+          "| aiayn best / CT2 best | batch-1 ms per sentence (aiayn best, CT2 best) |")
+    print("|---|---|" + "---:|" * (len(systems) + 3))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        prepare(work, args.sizes)
+        for size in args.sizes:
+            built = ({s: build(s, size, work, args.out_len) for s in systems} if args.together
+                     else {})
+            for batch, beam, label in ROWS:
+                runs: dict[str, list[float]] = {s: [] for s in systems}
+                for _ in range(args.rounds):
+                    for s in systems:  # alternate systems within the row, round after round
+                        runs[s].append(measure(built[s], batch, beam, args) if args.together
+                                       else run_worker(s, size, batch, beam, work, args))
+                r = {s: statistics.median(v) for s, v in runs.items()}
+                ours = max(v for s, v in r.items() if s.startswith("aiayn"))
+                theirs = max(v for s, v in r.items() if s.startswith("CTranslate2"))
+                ratio = r.get("aiayn", float("nan")) / r.get("CTranslate2 float32", float("nan"))
+                latency = (f"{1000 * args.out_len / ours:.1f}, {1000 * args.out_len / theirs:.1f}"
+                           if batch == 1 else "")
+                cells = " | ".join(f"{r[s]:,.0f}" for s in systems)
+                print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} "
+                      f"| {ours / theirs:.2f} | {latency} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@
 
 All three take the same token batches (``aiayn prepare`` output, ``--max-tokens`` per batch),
 the same Adam and label smoothing 0.1, in one process, alternating step by step. float32 and
-bf16 autocast. Run by hand (needs the bench extra: ``pip install transformers``):
+bf16 autocast. Each rate is also given as matrix-product GFLOP/s (the products of forward and
+backward counted from the padded shapes: ``matmul_flops``) and as a share of this CPU's
+ceiling, the rate of one large matrix product in that precision measured at the start. Run by
+hand (needs the bench extra: ``pip install transformers``):
 
     .venv/bin/python benchmarks/train_throughput.py --data runs/quality/data [--sizes small base]
 """
@@ -75,6 +78,32 @@ def marian(cfg: ModelConfig) -> nn.Module:
     return Wrap()
 
 
+def matmul_flops(cfg: ModelConfig, batch) -> float:
+    """FLOPs of the matrix products of one training step on ``batch`` (padded shapes): every
+    projection, the attention products (full T x T for causal self-attention, as computed) and
+    the output projection; forward 2 x multiply-adds, backward twice the forward."""
+    b, s = batch.src.shape
+    t = batch.tgt_in.size(1)
+    d, f, v = cfg.d_model, cfg.d_ff, cfg.target_vocab_size
+    encoder = b * s * (4 * d * d + 2 * d * f) + 2 * b * s * s * d
+    decoder = (b * t * (6 * d * d + 2 * d * f) + b * s * 2 * d * d  # + cross K, V of memory
+               + 2 * b * t * t * d + 2 * b * t * s * d)
+    macs = cfg.n_encoder_layers * encoder + cfg.n_decoder_layers * decoder + b * t * d * v
+    return 3 * 2 * macs
+
+
+def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of one n x n x n matrix product in ``precision`` (the best of ``repeats``)."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n ** 3 / best / 1e9
+
+
 def peer_step(model, opt, batch, precision):
     ctx = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     with ctx:
@@ -106,6 +135,7 @@ def bench(corpus, size, precision, steps, max_tokens, systems):
     batches = [corpus.collate(b, cfg) for b in batches]
     times = {k: [] for k in models}
     tokens = sum(b.target_tokens for b in batches[3:])
+    flops = sum(matmul_flops(cfg, b) for b in batches[3:])
     for i, batch in enumerate(batches):
         for name, model in models.items():
             start = time.perf_counter()
@@ -116,7 +146,8 @@ def bench(corpus, size, precision, steps, max_tokens, systems):
                 peer_step(model, opts[name], batch, precision)
             if i >= 3:  # warm-up
                 times[name].append(time.perf_counter() - start)
-    return {k: tokens / sum(v) for k, v in times.items()}
+    return ({k: tokens / sum(v) for k, v in times.items()},
+            {k: flops / sum(v) / 1e9 for k, v in times.items()})
 
 
 def main() -> None:
@@ -131,16 +162,22 @@ def main() -> None:
     corpus = ParallelCorpus(args.data, "train")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; batches of "
           f"<= {args.max_tokens} padded tokens from {args.data}; {args.steps} timed steps each")
+    peaks = {p: ceiling(p) for p in args.precisions}
+    print("ceiling (one 2048^3 matrix product): "
+          + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()))
     print("| size | precision | " + " | ".join(f"{s} tgt tok/s" for s in args.systems)
-          + " | aiayn / best peer |")
-    print("|---|---|" + "---:|" * (len(args.systems) + 1))
+          + " | aiayn / best peer | " + " | ".join(f"{s} % of ceiling" for s in args.systems)
+          + " |")
+    print("|---|---|" + "---:|" * (2 * len(args.systems) + 1))
     for size in args.sizes:
         for precision in args.precisions:
-            r = bench(corpus, size, precision, args.steps, args.max_tokens, args.systems)
+            r, g = bench(corpus, size, precision, args.steps, args.max_tokens, args.systems)
             peers = [v for k, v in r.items() if k != "aiayn"]
             ratio = f"{r['aiayn'] / max(peers):.2f}" if peers and "aiayn" in r else "-"
+            shares = " | ".join(f"{100 * g[s] / peaks[precision]:.0f}% ({g[s]:.0f} GFLOP/s)"
+                                for s in args.systems)
             print(f"| {size} | {precision} | " + " | ".join(f"{r[s]:,.0f}" for s in args.systems)
-                  + f" | {ratio} |", flush=True)
+                  + f" | {ratio} | {shares} |", flush=True)
 
 
 if __name__ == "__main__":
