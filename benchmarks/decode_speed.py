@@ -53,55 +53,23 @@ def build_model(size: str):
     return Transformer(ModelConfig.preset(size, vocab_size=VOCAB)).eval()
 
 
+class _IdPieces:
+    """Stands in for a tokenizer in ``aiayn.interop.ct2.transformer_spec``: the benchmark
+    decodes ids, so CTranslate2's vocabulary names id i ``t{i}`` (the special ids aside)."""
+
+    SPECIAL = {PAD: "<blank>", 1: "<unk>", BOS: "<s>", EOS: "</s>"}
+
+    def pieces(self, ids, side: str) -> list[str]:
+        return [self.SPECIAL.get(i, f"t{i}") for i in ids]
+
+
 def to_ctranslate2(model, directory: str) -> None:
-    """Write our post-norm Transformer as a CTranslate2 model (weights copied, not retrained)."""
-    from ctranslate2.specs import common_spec, transformer_spec
-
-    cfg = model.cfg
-    spec = transformer_spec.TransformerSpec.from_config(
-        (cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, pre_norm=False,
-        activation=common_spec.Activation.RELU)
-    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-    table = model.src_embed.positions.table.numpy()
-
-    def linear(dst, name):
-        dst.weight = sd[f"{name}.weight"]
-        if f"{name}.bias" in sd:
-            dst.bias = sd[f"{name}.bias"]
-
-    def norm(dst, name):
-        dst.gamma, dst.beta = sd[f"{name}.weight"], sd[f"{name}.bias"]
-
-    for stack in (spec.encoder, spec.decoder):
-        emb = stack.embeddings[0] if isinstance(stack.embeddings, list) else stack.embeddings
-        emb.weight = sd["src_embed.token.weight"]
-        stack.scale_embeddings = True
-        stack.position_encodings.encodings = table
-    for i, layer in enumerate(spec.encoder.layer):
-        p = f"encoder.layers.{i}"
-        linear(layer.self_attention.linear[0], f"{p}.self_attn.qkv_proj")
-        linear(layer.self_attention.linear[1], f"{p}.self_attn.out_proj")
-        norm(layer.self_attention.layer_norm, f"{p}.attn_block.norm")
-        linear(layer.ffn.linear_0, f"{p}.ffn.linear1")
-        linear(layer.ffn.linear_1, f"{p}.ffn.linear2")
-        norm(layer.ffn.layer_norm, f"{p}.ffn_block.norm")
-    for i, layer in enumerate(spec.decoder.layer):
-        p = f"decoder.layers.{i}"
-        linear(layer.self_attention.linear[0], f"{p}.self_attn.qkv_proj")
-        linear(layer.self_attention.linear[1], f"{p}.self_attn.out_proj")
-        norm(layer.self_attention.layer_norm, f"{p}.self_block.norm")
-        linear(layer.attention.linear[0], f"{p}.cross_attn.q_proj")
-        linear(layer.attention.linear[1], f"{p}.cross_attn.kv_proj")
-        linear(layer.attention.linear[2], f"{p}.cross_attn.out_proj")
-        norm(layer.attention.layer_norm, f"{p}.cross_block.norm")
-        linear(layer.ffn.linear_0, f"{p}.ffn.linear1")
-        linear(layer.ffn.linear_1, f"{p}.ffn.linear2")
-        norm(layer.ffn.layer_norm, f"{p}.ffn_block.norm")
-    spec.decoder.projection.weight = sd["src_embed.token.weight"]
-    vocab = ["<blank>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, cfg.vocab_size)]
-    spec.register_source_vocabulary(vocab)
-    spec.register_target_vocabulary(vocab)
-    spec.config.layer_norm_epsilon = cfg.layer_norm_eps
+    """Write our model as a CTranslate2 model, as ``aiayn export --to ctranslate2`` does."""
+    from aiayn.interop.ct2 import transformer_spec
+    spec = transformer_spec(model, _IdPieces())
+    # the sources are given whole to aiayn (25 ids + EOS) and without EOS to CTranslate2, as
+    # when these tables were measured: CTranslate2's encoder reads one token less
+    spec.config.add_source_eos = False
     spec.validate()
     spec.save(directory)
 
