@@ -1,8 +1,9 @@
-"""Few-row linear products: ``F.linear`` against ``aiayn.cpu.SplitLinear`` (one block of output
-features per thread, ``torch.bmm``), at the decoder's shapes, float32, inference mode.
+"""Decoding's linear products, float32, inference mode, at the decoder's shapes: ``F.linear``
+(PyTorch's, through MKL), ``aiayn.cpu.CpuLinear``'s split product (one block of output
+features per thread, ``torch.bmm``) and its oneDNN product (the weight reordered once).
 
-Microseconds per product (median of 5 runs of 200 calls) and the ratio F.linear / split, for
-1 and for all threads. Run by hand:
+Microseconds per product (median of 5 runs of 200 calls) for 1 and for all threads, and which
+path ``CpuLinear`` takes. Run by hand:
 
     .venv/bin/python benchmarks/linear_rows.py
 """
@@ -16,14 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from aiayn.cpu import SplitLinear
+from aiayn.cpu import ONEDNN_MIN_ROWS, SPLIT_MAX_ROWS, CpuLinear, onednn_available
 
 SHAPES = {  # (in, out): small = d_model 256, d_ff 1024; base = 512, 2048; vocabulary 8000
     "small qkv": (256, 768), "small ffn in": (256, 1024), "small ffn out": (1024, 256),
     "small output": (256, 8000), "base qkv": (512, 1536), "base ffn in": (512, 2048),
     "base ffn out": (2048, 512), "base output": (512, 8000),
 }
-ROWS = (1, 4, 32, 128)
+ROWS = (1, 2, 4, 32, 128, 832)  # one step of 1, 32 greedy or 32 x 4 beams; 32 sources of 26
 
 
 def per_call(fn, calls: int = 200) -> float:
@@ -40,12 +41,13 @@ def per_call(fn, calls: int = 200) -> float:
 
 def main() -> None:
     threads = torch.get_num_threads()
-    print(f"torch {torch.__version__}, us per product (F.linear / split = speed-up)")
+    print(f"torch {torch.__version__}, us per product: F.linear / split / oneDNN "
+          f"(oneDNN available: {onednn_available()}); * = the path CpuLinear takes")
     print("| shape | threads | " + " | ".join(f"{r} rows" for r in ROWS) + " |")
     print("|---|---:|" + "---:|" * len(ROWS))
     for name, (d_in, d_out) in SHAPES.items():
         layer = nn.Linear(d_in, d_out, bias="output" not in name)
-        split_layer = SplitLinear(layer, pack="output" in name)
+        fast = CpuLinear(layer, pack="output" in name)
         for t in sorted({1, threads}):
             torch.set_num_threads(t)
             cells = []
@@ -53,8 +55,22 @@ def main() -> None:
                 x = torch.randn(rows, d_in)
                 with torch.inference_mode():
                     plain = per_call(lambda: F.linear(x, layer.weight, layer.bias))
-                    split = per_call(lambda: split_layer(x))
-                cells.append(f"{plain:,.0f} / {split:,.0f} = {plain / split:.2f}")
+                    split = onednn = None
+                    if rows <= SPLIT_MAX_ROWS and fast._split(layer.weight) is not None:
+                        blocks = fast.weight_blocks.size(0)
+                        split = per_call(lambda: torch.baddbmm(
+                            fast.bias_blocks, x.expand(blocks, -1, -1), fast.weight_blocks)
+                            if layer.bias is not None else
+                            torch.bmm(x.expand(blocks, -1, -1), fast.weight_blocks))
+                    if onednn_available():
+                        reordered = fast._reorder(layer.weight)
+                        onednn = per_call(lambda: torch.ops.mkldnn._linear_pointwise(
+                            x, reordered, layer.bias, "none", [], ""))
+                taken = ("onednn" if rows >= ONEDNN_MIN_ROWS and onednn else
+                         "split" if split else "plain")
+                cells.append(" / ".join(
+                    "-" if v is None else f"{v:,.0f}" + ("*" if taken == k else "")
+                    for k, v in (("plain", plain), ("split", split), ("onednn", onednn))))
             print(f"| {name} {d_in}x{d_out} | {t} | " + " | ".join(cells) + " |", flush=True)
         torch.set_num_threads(threads)
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aiayn import ModelConfig, Transformer
-from aiayn.cpu import SplitLinear, for_inference, quantize_int8, split_linears, top_k
+from aiayn.cpu import CpuLinear, cpu_linears, for_inference, onednn_available, quantize_int8, top_k
 
 
 @pytest.fixture
@@ -19,14 +19,20 @@ def threads():
     torch.set_num_threads(before)
 
 
+@pytest.fixture
+def no_onednn(monkeypatch):
+    """Products without oneDNN, as on a PyTorch built without it."""
+    monkeypatch.setattr(torch.backends.mkldnn, "enabled", False)
+
+
 @pytest.mark.parametrize("t", [2, 4])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("pack", [False, True])
-@pytest.mark.parametrize("rows", [(1,), (3, 1), (2, 5)])
-def test_split_product_equals_f_linear(threads, t, bias, pack, rows):
+@pytest.mark.parametrize("rows", [(1,), (1, 1), (3, 1), (2, 5)])
+def test_split_product_equals_f_linear(threads, no_onednn, t, bias, pack, rows):
     threads(t)
     layer = nn.Linear(24, 40, bias=bias)
-    split = SplitLinear(layer, pack=pack)
+    split = CpuLinear(layer, pack=pack)
     x = torch.randn(*rows, 24)
     with torch.inference_mode():
         got = split(x)
@@ -35,51 +41,72 @@ def test_split_product_equals_f_linear(threads, t, bias, pack, rows):
     assert got.shape == (*rows, 40)
 
 
-def test_packed_copy_follows_in_place_updates(threads):
+needs_onednn = pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
+
+
+@needs_onednn
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [(2,), (3, 1), (2, 5), (4, 1000), (7, 3, 2)])
+def test_onednn_product_equals_f_linear(threads, bias, rows):
+    threads(2)
+    layer = nn.Linear(24, 40, bias=bias)
+    fast = CpuLinear(layer)
+    x = torch.randn(*rows, 24)
+    with torch.inference_mode():
+        got = fast(x)
+        strided = fast(x.transpose(0, -2) if x.dim() > 2 else x)
+    assert fast.reordered is not None and fast.blocks == 0  # oneDNN ran, the split did not
+    torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+    expected = F.linear(x.transpose(0, -2) if x.dim() > 2 else x, layer.weight, layer.bias)
+    torch.testing.assert_close(strided, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, 6])
+def test_copies_follow_in_place_updates(threads, rows):
     threads(2)
     layer = nn.Linear(8, 16, bias=False)
-    split = SplitLinear(layer, pack=True)
-    x = torch.randn(1, 8)
+    fast = CpuLinear(layer, pack=True)  # rows 1: the packed split; 6: oneDNN's copy
+    x = torch.randn(rows, 8)
     with torch.inference_mode():
-        split(x)
+        fast(x)
     with torch.no_grad():
         layer.weight.mul_(-2.0)  # an optimizer step, load_state_dict: in place
     with torch.inference_mode():
-        got = split(x)
+        got = fast(x)
     torch.testing.assert_close(got, F.linear(x, layer.weight), atol=1e-5, rtol=1e-5)
 
 
-def test_outputs_split_into_the_most_even_blocks_up_to_the_thread_count(threads):
+def test_outputs_split_into_the_most_even_blocks_up_to_the_thread_count(threads, no_onednn):
     threads(3)
-    layer = SplitLinear(nn.Linear(8, 16), pack=True)  # 16 outputs do not split into 3: 2 of 8
+    layer = CpuLinear(nn.Linear(8, 16), pack=True)  # 16 outputs do not split into 3: 2 of 8
     x = torch.randn(2, 8)
     with torch.inference_mode():
         got = layer(x)
     assert layer.weight_blocks.shape == (2, 8, 8) and layer.weight_blocks.is_contiguous()
     torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
-    prime = SplitLinear(nn.Linear(8, 17))  # no even split at all: the plain product
+    prime = CpuLinear(nn.Linear(8, 17))  # no even split at all: the plain product
     with torch.inference_mode():
         got = prime(x)
     assert prime.blocks == 0
     torch.testing.assert_close(got, F.linear(x, prime.weight, prime.bias))
 
 
-def test_many_rows_and_training_use_the_plain_product(threads):
+def test_many_rows_without_onednn_and_training_use_the_plain_product(threads, no_onednn):
     threads(2)
-    wide = SplitLinear(nn.Linear(8, 16))
+    wide = CpuLinear(nn.Linear(8, 16))
     with torch.inference_mode():
         wide(torch.randn(1000, 8))  # many rows: one product already uses every core
-    assert wide.blocks == 0
+    assert wide.blocks == 0 and wide.reordered is None
     x = torch.randn(2, 8, requires_grad=True)
     wide(x).sum().backward()  # training: the plain product, gradients flow
     assert wide.weight.grad is not None and x.grad is not None
-    assert wide.blocks == 0
+    assert wide.blocks == 0 and wide.reordered is None
 
 
 def test_quantized_layers_are_left_as_they_are(threads):
     threads(2)
-    model = split_linears(quantize_int8(nn.Sequential(nn.Linear(8, 16))))
-    assert type(model[0]) is not SplitLinear
+    model = cpu_linears(quantize_int8(nn.Sequential(nn.Linear(8, 16))))
+    assert type(model[0]) is not CpuLinear
     x = torch.randn(1, 8)
     with torch.inference_mode():
         torch.testing.assert_close(model(x), model[0](x))
@@ -91,7 +118,7 @@ def test_inference_copy_shares_the_weights_and_leaves_the_model_alone(threads):
     fast = for_inference(model)
     assert not fast.training and model.training
     assert type(model.output_proj) is nn.Linear  # the model itself unchanged
-    assert type(fast.output_proj) is SplitLinear and fast.output_proj.pack
+    assert type(fast.output_proj) is CpuLinear and fast.output_proj.pack
     assert fast.output_proj.weight is model.output_proj.weight is model.tgt_embed.token.weight
     assert all(type(m) is not nn.Linear for m in fast.modules())
     src, tgt = torch.randint(4, 40, (1, 5)), torch.randint(4, 40, (1, 4))

@@ -3,9 +3,12 @@
 The model files read as the paper; what makes decoding fast on a CPU lives here and is swapped
 in by ``for_inference`` (as ``quantize_int8`` swaps in quantized layers):
 
-- ``SplitLinear``: a float32 linear layer that multiplies a few rows (one decoding step) by
-  one block of output features per thread, as a batched product, so that every core reads its
-  share of the weight. PyTorch's ``F.linear`` runs such a product on one thread.
+- ``CpuLinear``: a float32 linear layer whose products take the fastest path for their row
+  count. One row (a decoding step of one sentence) is split into one block of output features
+  per thread, as a batched product, so that every core reads its share of the weight
+  (PyTorch's ``F.linear`` runs it on one thread). More rows go through oneDNN with the weight
+  reordered once into its blocked layout: PyTorch's ``F.linear`` runs float32 products through
+  MKL, which on AMD processors takes a slower path than oneDNN's.
 - ``top_k``: ``torch.topk`` over a vocabulary through vectorized block maxima.
 - ``reuse_freed_memory``: glibc's allocator settings that let each decoding step reuse the
   pages the previous one freed.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 import warnings
@@ -27,6 +31,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 SPLIT_MAX_ROWS = 128  # above this, one large matrix product already uses every core
+ONEDNN_MIN_ROWS = 2  # from two rows on, oneDNN's product beats the split one
+ONEDNN_ROWS_HINT = 32  # the row count oneDNN lays the weight out for (any count then works)
 PACKED = ("output_proj",)  # layers whose block-wise transposed weight is worth a copy
 
 
@@ -35,16 +41,36 @@ def most_even_blocks(features: int, threads: int) -> int:
     return next((n for n in range(threads, 1, -1) if features % n == 0), 0)
 
 
-class SplitLinear(nn.Module):
-    """``nn.Linear`` whose few-row float32 products on the CPU run one block per thread.
+@functools.cache
+def _onednn_ops() -> bool:
+    """Whether this PyTorch has the oneDNN linear operators (x86 and ARM builds do)."""
+    ops = torch.ops.mkldnn
+    try:
+        return (torch.backends.mkldnn.is_available() and hasattr(ops, "_reorder_linear_weight")
+                and hasattr(ops, "_linear_pointwise"))
+    except (AttributeError, RuntimeError):
+        return False
 
-    It shares the wrapped layer's parameters (so tied weights stay tied). With ``pack`` the
+
+def onednn_available() -> bool:
+    """oneDNN products can run: the operators exist and ``torch.backends.mkldnn`` is enabled."""
+    return torch.backends.mkldnn.enabled and _onednn_ops()
+
+
+class CpuLinear(nn.Module):
+    """``nn.Linear`` whose float32 inference products on the CPU take the fastest path.
+
+    - one row: split into one block of output features per thread (``torch.bmm``);
+    - two rows or more: oneDNN's product over a copy of the weight in oneDNN's layout;
+    - without oneDNN, up to ``SPLIT_MAX_ROWS`` rows split, more rows ``F.linear``.
+
+    It shares the wrapped layer's parameters (so tied weights stay tied); the copies it makes
+    are rebuilt whenever the weight is replaced or changed in place. With ``pack`` the split
     blocks are a transposed copy of the weight, laid out block by block, for matrices so wide
-    that reading rows of the usual layout is slower than the copy (the output projection);
-    the copy is rebuilt whenever the weight is replaced or changed in place.
+    that reading rows of the usual layout is slower than the copy (the output projection).
 
-    Anything else (gradients enabled, more than ``SPLIT_MAX_ROWS`` rows, another device or
-    dtype, one thread, no even split) is ``F.linear``.
+    Anything else (gradients enabled, another device or dtype) is ``F.linear``; results equal
+    ``F.linear``'s to float32 rounding.
 
     Attributes:
         weight_blocks: (t, in, out / t) views of the weight (a copy with ``pack``), or None
@@ -52,6 +78,8 @@ class SplitLinear(nn.Module):
         bias_blocks: (t, 1, out / t) views of the bias, or None.
         key: what the blocks were made from: (weight data pointer, dtype, thread count,
             weight version with ``pack``).
+        reordered: the weight in oneDNN's layout, or None before the first oneDNN product.
+        reordered_key: what it was made from: (weight data pointer, weight version).
     """
 
     def __init__(self, layer: nn.Linear, *, pack: bool = False) -> None:
@@ -62,6 +90,8 @@ class SplitLinear(nn.Module):
         self.weight_blocks: Tensor | None = None
         self.bias_blocks: Tensor | None = None
         self.key: tuple | None = None
+        self.reordered: Tensor | None = None
+        self.reordered_key: tuple | None = None
 
     @property
     def blocks(self) -> int:
@@ -72,17 +102,31 @@ class SplitLinear(nn.Module):
         """x (..., in) -> (..., out)."""
         weight, bias = self.weight, self.bias
         if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
-                or x.numel() > SPLIT_MAX_ROWS * self.in_features
-                or self._split(weight) is None):
+                or weight.dtype is not torch.float32 or x.numel() == 0):
+            return F.linear(x, weight, bias)
+        rows = x.numel() // self.in_features
+        if rows >= ONEDNN_MIN_ROWS and onednn_available():
+            return torch.ops.mkldnn._linear_pointwise(x, self._reorder(weight), bias,
+                                                      "none", [], "")
+        if rows > SPLIT_MAX_ROWS or self._split(weight) is None:
             return F.linear(x, weight, bias)
         blocks, d_in = self.weight_blocks, self.in_features
         t = blocks.size(0)
-        rows = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
+        every = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
         if bias is None:
-            y = torch.bmm(rows, blocks)  # (t, M, out / t)
+            y = torch.bmm(every, blocks)  # (t, M, out / t)
         else:
-            y = torch.baddbmm(self.bias_blocks, rows, blocks)
+            y = torch.baddbmm(self.bias_blocks, every, blocks)
         return y.transpose(0, 1).reshape(x.shape[:-1] + (self.out_features,))  # (..., out)
+
+    def _reorder(self, weight: Tensor) -> Tensor:
+        """The weight in oneDNN's layout, made again when the weight or its values changed."""
+        key = (weight.data_ptr(), weight._version)
+        if key != self.reordered_key:
+            self.reordered = torch.ops.mkldnn._reorder_linear_weight(weight.detach(),
+                                                                      ONEDNN_ROWS_HINT)
+            self.reordered_key = key
+        return self.reordered
 
     def _split(self, weight: Tensor) -> Tensor | None:
         """The weight blocks, made again when the weight, its dtype (or, packed, its values)
@@ -107,13 +151,13 @@ class SplitLinear(nn.Module):
                 f"bias={self.bias is not None}, pack={self.pack}")
 
 
-def split_linears(model: nn.Module) -> nn.Module:
-    """Replace every ``nn.Linear`` of ``model`` (in place) by a ``SplitLinear`` sharing its
+def cpu_linears(model: nn.Module) -> nn.Module:
+    """Replace every ``nn.Linear`` of ``model`` (in place) by a ``CpuLinear`` sharing its
     parameters; the layers named in ``PACKED`` keep a packed weight copy. Returns ``model``."""
     for parent in list(model.modules()):
         for name, child in parent.named_children():
             if type(child) is nn.Linear:
-                setattr(parent, name, SplitLinear(child, pack=name in PACKED))
+                setattr(parent, name, CpuLinear(child, pack=name in PACKED))
     return model
 
 
@@ -128,7 +172,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
 def for_inference(model: nn.Module, *, int8: bool = False) -> nn.Module:
     """An inference copy of ``model`` for the CPU: its own module objects around the same
     parameters and buffers (``model`` itself is left as it is), in eval mode, with int8 linear
-    layers or, in float32, split few-row products. Other devices get the model unchanged."""
+    layers or, in float32, ``CpuLinear`` products. Other devices get the model unchanged."""
     device = next(model.parameters()).device
     if device.type != "cpu":
         if int8:
@@ -137,7 +181,7 @@ def for_inference(model: nn.Module, *, int8: bool = False) -> nn.Module:
     if int8:
         return quantize_int8(model).eval()  # quantize_dynamic copies: new int8 weights
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
-    return split_linears(copy.deepcopy(model, shared).eval())
+    return cpu_linears(copy.deepcopy(model, shared).eval())
 
 
 def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
