@@ -88,6 +88,25 @@ def test_fused_path_equals_reference_path(causal):
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 6), atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("queries,masked", [(1, False), (4, True), (8, True)])
+def test_decoding_steps_on_the_cpu_take_the_reference_path_with_the_same_result(
+        monkeypatch, queries, masked):
+    # a decoding step: few queries per head, many heads in the batch, no gradients
+    q = torch.randn(64, H, queries, 8)
+    k, v = torch.randn(64, H, 20, 8), torch.randn(64, H, 20, 8)
+    mask = padding_mask(random_tokens(64, 20, lengths=[20, 7] * 32), 0) if masked else None
+    calls = []
+    fused_kernel = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *a, **kw: calls.append(1) or fused_kernel(*a, **kw))
+    with torch.inference_mode():
+        fast, _ = scaled_dot_product_attention(q, k, v, mask)
+    assert not calls  # the reference computation ran
+    fused, _ = scaled_dot_product_attention(q, k, v, mask)  # with gradients: the fused kernel
+    assert calls
+    torch.testing.assert_close(fast, fused, atol=1e-6, rtol=0)
+
+
 def test_attention_weights_are_zero_at_masked_keys():
     q, k, v = (torch.randn(2, H, 5, 8) for _ in range(3))
     mask = padding_mask(random_tokens(2, 5, lengths=[5, 2]), 0)

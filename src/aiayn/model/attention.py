@@ -15,6 +15,12 @@ from torch import Tensor, nn
 from .cache import DecoderCache
 from .dropout import dropout
 
+# A decoding step on the CPU attends with a few queries per head (one position, or a
+# sentence's beams together); there the fused kernel's per-block setup costs more than the
+# three small products of the reference computation once enough heads are in the batch.
+FEW_QUERIES = 8  # at most this many queries per head
+MANY_QUERY_ROWS = 128  # and at least this many (batch x heads x queries)
+
 
 def scaled_dot_product_attention(
     query: Tensor,
@@ -29,9 +35,10 @@ def scaled_dot_product_attention(
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V  (Eq. 1).
 
     Without ``return_weights`` this is PyTorch's fused kernel; with it, the reference
-    computation, which also returns the weights (for visualization). bf16/fp16 inputs on CPU
-    also take the reference computation, which is the faster of the two there
-    (docs/benchmarks.md).
+    computation, which also returns the weights (for visualization). Two cases on the CPU
+    take the reference computation because it is the faster there (docs/benchmarks.md):
+    bf16/fp16 inputs, and inference with a few queries per head over many heads (decoding
+    steps: ``FEW_QUERIES``, ``MANY_QUERY_ROWS``).
 
     Args:
         query: (B, H, T, Dh); key, value: (B, H, S, Dh).
@@ -42,9 +49,12 @@ def scaled_dot_product_attention(
     Returns:
         (B, H, T, Dh) output and the weights or None.
     """
-    low_precision_cpu = query.device.type == "cpu" and query.dtype in (torch.bfloat16,
-                                                                         torch.float16)
-    if not return_weights and not low_precision_cpu:
+    on_cpu = query.device.type == "cpu"
+    low_precision_cpu = on_cpu and query.dtype in (torch.bfloat16, torch.float16)
+    few_queries = (on_cpu and dropout_p == 0.0 and not torch.is_grad_enabled()
+                   and query.size(-2) <= FEW_QUERIES
+                   and query.numel() >= MANY_QUERY_ROWS * query.size(-1))
+    if not return_weights and not low_precision_cpu and not few_queries:
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
         )
