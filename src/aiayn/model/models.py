@@ -115,14 +115,15 @@ class Transformer(nn.Module):
                    beam: int = 1) -> DecoderCache:
         """A cache for up to ``max_len`` target positions of ``beam`` rows per sentence, with
         every layer's cross-attention keys and values projected from ``memory`` (B, S, D) once
-        per sentence and shared by its rows."""
+        per sentence and shared by its rows (stored contiguous, so that no step copies them)."""
         b = memory.size(0)
         cache = DecoderCache.allocate(self.cfg.n_decoder_layers, b * beam, self.cfg.n_heads,
                                       max_len, self.cfg.head_dim, memory)
         cache.src_rows = torch.arange(b, device=memory.device).repeat_interleave(beam)
         cache.src_mask, cache.group = src_mask, beam
         for layer, layer_cache in zip(self.decoder.layers, cache.layers):
-            layer_cache.cross_k, layer_cache.cross_v = layer.cross_attn.project_kv(memory)
+            k, v = layer.cross_attn.project_kv(memory)  # (B, H, S, Dh) views of one product
+            layer_cache.cross_k, layer_cache.cross_v = k.contiguous(), v.contiguous()
         return cache
 
     def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
