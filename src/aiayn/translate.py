@@ -263,7 +263,10 @@ class Translator:
         sizes = np.array([max(len(s), len(t) + 1) for s, t in zip(sources, targets)])
         if not len(sizes):
             return []
-        limit = max(o.batch_tokens, int(sizes.max()))
+        # every batch's (tokens, vocabulary) log-probabilities stay below the allocator's
+        # threshold for fresh pages (cpu.MMAP_THRESHOLD), so that batches reuse one buffer
+        logit_tokens = cpu.MMAP_THRESHOLD // (4 * cfg.target_vocab_size)
+        limit = max(min(o.batch_tokens, logit_tokens), int(sizes.max()))
         for batch in token_batches(sizes, limit, seed=0, epoch=0, shuffle=False):
             src = self._pad([sources[i] for i in batch])
             tgt_in = self._pad([[cfg.start_id] + targets[i] for i in batch])
