@@ -7,7 +7,8 @@
   sinusoidal positions), loss as the torch loop.
 
 All three take the same token batches (``aiayn prepare`` output, ``--max-tokens`` per batch),
-the same Adam and label smoothing 0.1, in one process, alternating step by step. float32 and
+the same Adam and label smoothing 0.1, in one process (glibc's allocator set as ``aiayn train``
+sets it, for all three), alternating step by step. float32 and
 bf16 autocast. Each rate is also given as matrix-product GFLOP/s (the products of forward and
 backward counted from the padded shapes: ``matmul_flops``) and as a share of this CPU's
 ceiling, the rate of one large matrix product in that precision measured at the start. Run by
@@ -27,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aiayn import ModelConfig, Transformer
+from aiayn.cpu import reuse_freed_memory
 from aiayn.data.corpus import ParallelCorpus, token_batches
 from aiayn.model import causal_mask, sinusoidal_table
 from aiayn.train.recipe import TrainConfig
@@ -160,6 +162,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4000)
     args = parser.parse_args()
     corpus = ParallelCorpus(args.data, "train")
+    reuse_freed_memory()  # as `aiayn train` does on the CPU; process-wide, so for every system
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; batches of "
           f"<= {args.max_tokens} padded tokens from {args.data}; {args.steps} timed steps each")
     peaks = {p: ceiling(p) for p in args.precisions}

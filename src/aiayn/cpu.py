@@ -220,13 +220,13 @@ _malloc_applied: bool | None = None
 def reuse_freed_memory() -> bool:
     """Raise glibc's mmap and trim thresholds once per process; True when they are set.
 
-    Every decoding step allocates and frees the same tensors. glibc serves large requests with
-    fresh ``mmap`` mappings and returns the top of the heap to the kernel, so those buffers
-    keep coming back as new pages that fault when first written. With the thresholds raised,
-    requests below 64 MiB come from the heap and up to 1 GiB of freed heap stays with the
-    process for reuse. Process-wide; ``aiayn.load`` and the decoding commands call it, and
-    ``AIAYN_KEEP_MALLOC=1`` in the environment leaves the allocator alone. Does nothing
-    elsewhere than glibc (macOS, musl).
+    Every decoding (and training) step allocates and frees the same tensors. glibc serves
+    large requests with fresh ``mmap`` mappings and returns the top of the heap to the kernel,
+    so those buffers keep coming back as new pages that fault when first written. With the
+    thresholds raised, requests below 64 MiB come from the heap and up to 1 GiB of freed heap
+    stays with the process for reuse. Process-wide; ``aiayn.load``, the decoding commands and
+    training on the CPU call it, and ``AIAYN_KEEP_MALLOC=1`` in the environment leaves the
+    allocator alone. Does nothing elsewhere than glibc (macOS, musl).
     """
     global _malloc_applied
     if _malloc_applied is None:

@@ -32,6 +32,30 @@ def test_label_smoothing_zero_is_cross_entropy():
     torch.testing.assert_close(nll, expected)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_loss_and_its_gradient_equal_pytorch_cross_entropy(monkeypatch, dtype, eps):
+    monkeypatch.setattr("aiayn.train.recipe.LOSS_CHUNK", 3 * 50)  # blocks of 3 rows, and a rest
+    torch.manual_seed(0)
+    logits = (3 * torch.randn(20, 50)).to(dtype).requires_grad_()
+    target = torch.randint(1, 50, (20,))
+    target[[4, 11, 19]] = 0  # padding
+    loss, nll = label_smoothed_nll(logits, target, eps, pad_id=0)
+    (2.0 * loss + 0.5 * nll).backward()  # both outputs take part in the gradient
+    ours = logits.grad
+    logits.grad = None
+    ref = logits.float()
+    expected_loss = torch.nn.functional.cross_entropy(ref, target, ignore_index=0,
+                                                      label_smoothing=eps, reduction="sum")
+    expected_nll = torch.nn.functional.cross_entropy(ref, target, ignore_index=0,
+                                                     reduction="sum")
+    (2.0 * expected_loss + 0.5 * expected_nll).backward()
+    torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(nll, expected_nll, rtol=1e-5, atol=1e-4)
+    assert ours.dtype == dtype and ours[[4, 11, 19]].abs().max() == 0
+    torch.testing.assert_close(ours, logits.grad, rtol=1e-5, atol=1e-5)
+
+
 def test_schedule_matches_the_formula_at_known_steps():
     # lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)  (Eq. 3)
     assert noam_lr(1, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -1.5)

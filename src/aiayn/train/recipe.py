@@ -219,24 +219,73 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+LOSS_CHUNK = 1 << 20  # vocabulary entries the loss handles at once (4 MiB in float32)
+
+
 def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float, pad_id: int
                        ) -> tuple[Tensor, Tensor]:
     """Summed label-smoothed cross-entropy and summed NLL over non-pad targets (§5.4).
 
     The smoothed target puts 1 - epsilon on the reference token and spreads epsilon uniformly
-    over the whole vocabulary: loss = (1 - eps) * NLL + eps * mean_v(-log p_v).
+    over the whole vocabulary: loss = (1 - eps) * NLL + eps * mean_v(-log p_v), with
+    -log p_v = logsumexp(x) - x_v. Computed in float32, a block of rows at a time, with its
+    own gradient (``_SmoothedNLL``), so that no (N, V) log-probability tensor is ever made.
 
     Args:
-        logits: (N, V); target: (N,) with ``pad_id`` where there is no target.
+        logits: (N, V), any float dtype; target: (N,) with ``pad_id`` where there is no target.
     Returns:
-        (smoothed loss sum, NLL sum), both scalars.
+        (smoothed loss sum, NLL sum), both float32 scalars.
     """
-    lprobs = logits.float().log_softmax(dim=-1)  # (N, V)
-    keep = (target != pad_id).to(lprobs.dtype)  # (N,)
-    nll = -lprobs.gather(-1, target[:, None]).squeeze(-1) * keep  # (N,)
-    smooth = -lprobs.mean(dim=-1) * keep  # (N,)
-    loss = (1.0 - epsilon) * nll + epsilon * smooth
-    return loss.sum(), nll.sum()
+    return _SmoothedNLL.apply(logits, target, float(epsilon), pad_id)
+
+
+class _SmoothedNLL(torch.autograd.Function):
+    """The label-smoothed loss with a hand-written gradient, a block of rows at a time.
+
+    With p = softmax(x) and t the target, per kept row:
+    d loss / dx = p - (1 - eps) onehot(t) - eps / V,  d NLL / dx = p - onehot(t).
+    Forward keeps only logsumexp per row; backward recomputes p block by block from the
+    logits and writes the gradient once, in the logits' dtype. Autograd's version of the same
+    formula makes and walks several (N, V) float32 tensors (log-probabilities, the gather's
+    zero-filled gradient, the mean's, the cast back), which cost more than the products of
+    a small model's step in bfloat16 (docs/benchmarks.md).
+    """
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, target: Tensor, epsilon: float, pad_id: int):
+        n, v = logits.shape
+        rows = max(1, LOSS_CHUNK // v)
+        lse = torch.empty(n, dtype=torch.float32, device=logits.device)
+        total = torch.empty(n, dtype=torch.float32, device=logits.device)  # sum_v x_v
+        for start in range(0, n, rows):
+            x = logits[start:start + rows].float()
+            lse[start:start + rows] = torch.logsumexp(x, dim=-1)
+            total[start:start + rows] = x.sum(dim=-1)
+        keep = (target != pad_id).float()
+        picked = logits.gather(-1, target[:, None]).squeeze(-1).float()
+        nll = (lse - picked) * keep
+        smooth = (lse - total / v) * keep  # mean_v(-log p_v)
+        ctx.save_for_backward(logits, target, lse, keep)
+        ctx.epsilon = epsilon
+        return ((1.0 - epsilon) * nll + epsilon * smooth).sum(), nll.sum()
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
+        logits, target, lse, keep = ctx.saved_tensors
+        eps, (n, v) = ctx.epsilon, logits.shape
+        rows = max(1, LOSS_CHUNK // v)
+        on_p = grad_loss + grad_nll  # the weight of softmax p in the gradient
+        on_target = grad_loss * (1.0 - eps) + grad_nll
+        uniform = grad_loss * (eps / v)
+        grad = torch.empty_like(logits)
+        for start in range(0, n, rows):
+            end = min(start + rows, n)
+            p = (logits[start:end].float() - lse[start:end, None]).exp_()  # softmax rows
+            p.mul_(on_p).sub_(uniform)
+            p.scatter_add_(1, target[start:end, None],
+                           (-on_target).expand(end - start, 1).contiguous())
+            grad[start:end] = p.mul_(keep[start:end, None])
+        return grad, None, None, None
 
 
 def autocast_dtype(precision: str) -> torch.dtype | None:

@@ -131,6 +131,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     if cfg.precision == "fp16" and device.type != "cuda":
         raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
     use_available_cores(cfg.threads)
+    if device.type == "cpu":
+        cpu.reuse_freed_memory()  # every step's activations and gradients reuse their pages
     _setup_distributed(device)
     rank, world = _dist()
 
