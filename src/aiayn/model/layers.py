@@ -5,6 +5,7 @@ Shapes: B batch, S source length, T target length, D d_model.
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -32,8 +33,15 @@ class FeedForward(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: Tensor) -> Tensor:
-        h = self.linear1(x)  # (..., d_ff), a fresh tensor: ReLU may overwrite it
-        h = h.relu_() if self.activation is None else self.activation(h)
+        h = self.linear1(x)  # (..., d_ff), a fresh tensor
+        if self.activation is not None:
+            h = self.activation(h)
+        elif torch.is_grad_enabled():
+            # not in place: h is a view of the product's 2-D output, and autograd would undo an
+            # in-place ReLU on a view by copying the whole base in the backward pass
+            h = h.relu()
+        else:
+            h = h.relu_()  # inference: overwrite the fresh tensor
         return self.linear2(dropout(h, self.dropout, self.training))
 
 
