@@ -11,7 +11,8 @@ the same Adam and label smoothing 0.1, in one process (glibc's allocator set as 
 sets it, for all three), alternating step by step. float32 and
 bf16 autocast. Each rate is also given as matrix-product GFLOP/s (the products of forward and
 backward counted from the padded shapes: ``matmul_flops``) and as a share of this CPU's
-ceiling, the rate of one large matrix product in that precision measured at the start. Run by
+ceiling, the rate of one large matrix product in that precision measured at the start (the
+faster of PyTorch's product and oneDNN's). Run by
 hand (needs the bench extra: ``pip install transformers``):
 
     .venv/bin/python benchmarks/train_throughput.py --data runs/quality/data [--sizes small base]
@@ -28,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aiayn import ModelConfig, Transformer
-from aiayn.cpu import reuse_freed_memory
+from aiayn.cpu import onednn_available, reuse_freed_memory
 from aiayn.data.corpus import ParallelCorpus, token_batches
 from aiayn.model import causal_mask, sinusoidal_table
 from aiayn.train.recipe import TrainConfig
@@ -95,14 +96,22 @@ def matmul_flops(cfg: ModelConfig, batch) -> float:
 
 
 def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
-    """GFLOP/s of one n x n x n matrix product in ``precision`` (the best of ``repeats``)."""
+    """GFLOP/s of one n x n x n matrix product in ``precision``, the best of ``repeats`` and of
+    two libraries: PyTorch's own product (MKL in float32, oneDNN in bfloat16 on x86) and
+    oneDNN's linear product (which PyTorch does not use for float32 training)."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    products = [lambda: a @ b]
+    if onednn_available():
+        reordered = torch.ops.mkldnn._reorder_linear_weight(b, n)
+        products.append(lambda: torch.ops.mkldnn._linear_pointwise(a, reordered, None, "none",
+                                                                   [], ""))
     best = float("inf")
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
+    for product in products:
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            product()
+            best = min(best, time.perf_counter() - start)
     return 2 * n ** 3 / best / 1e9
 
 
