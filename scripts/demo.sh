@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 CORPUS=src/aiayn/data/demo
 OUT=${OUT:-runs/demo}
-STEPS=${STEPS:-600}
+STEPS=${STEPS:-900}
 
 echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
 [ -f "$OUT/data/stats.json" ] || $PY -m aiayn prepare \
