@@ -57,15 +57,9 @@ def main() -> None:
                     plain = per_call(lambda: F.linear(x, layer.weight, layer.bias))
                     split = onednn = None
                     if rows <= SPLIT_MAX_ROWS and fast._split(layer.weight) is not None:
-                        blocks = fast.weight_blocks.size(0)
-                        split = per_call(lambda: torch.baddbmm(
-                            fast.bias_blocks, x.expand(blocks, -1, -1), fast.weight_blocks)
-                            if layer.bias is not None else
-                            torch.bmm(x.expand(blocks, -1, -1), fast.weight_blocks))
+                        split = per_call(lambda: fast.split_product(x))
                     if onednn_available():
-                        reordered = fast._reorder(layer.weight)
-                        onednn = per_call(lambda: torch.ops.mkldnn._linear_pointwise(
-                            x, reordered, layer.bias, "none", [], ""))
+                        onednn = per_call(lambda: fast.onednn_product(x))
                 taken = ("onednn" if rows >= ONEDNN_MIN_ROWS and onednn else
                          "split" if split else "plain")
                 cells.append(" / ".join(

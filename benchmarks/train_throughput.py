@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aiayn import ModelConfig, Transformer
-from aiayn.cpu import onednn_available, reuse_freed_memory
+from aiayn.cpu import onednn_available, onednn_linear, onednn_reorder, reuse_freed_memory
 from aiayn.data.corpus import ParallelCorpus, token_batches
 from aiayn.model import causal_mask, sinusoidal_table
 from aiayn.train.recipe import TrainConfig
@@ -103,9 +103,8 @@ def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     products = [lambda: a @ b]
     if onednn_available():
-        reordered = torch.ops.mkldnn._reorder_linear_weight(b, n)
-        products.append(lambda: torch.ops.mkldnn._linear_pointwise(a, reordered, None, "none",
-                                                                   [], ""))
+        reordered = onednn_reorder(b, n)
+        products.append(lambda: onednn_linear(a, reordered, None))
     best = float("inf")
     for product in products:
         for _ in range(repeats + 1):

@@ -57,6 +57,16 @@ def onednn_available() -> bool:
     return torch.backends.mkldnn.enabled and _onednn_ops()
 
 
+def onednn_reorder(weight: Tensor, rows_hint: int = ONEDNN_ROWS_HINT) -> Tensor:
+    """A linear layer's (out, in) weight in oneDNN's blocked layout, for ``onednn_linear``."""
+    return torch.ops.mkldnn._reorder_linear_weight(weight, rows_hint)
+
+
+def onednn_linear(x: Tensor, reordered: Tensor, bias: Tensor | None) -> Tensor:
+    """``F.linear(x, weight, bias)`` by oneDNN, with ``reordered = onednn_reorder(weight)``."""
+    return torch.ops.mkldnn._linear_pointwise(x, reordered, bias, "none", [], "")
+
+
 class CpuLinear(nn.Module):
     """``nn.Linear`` whose float32 inference products on the CPU take the fastest path.
 
@@ -106,14 +116,22 @@ class CpuLinear(nn.Module):
             return F.linear(x, weight, bias)
         rows = x.numel() // self.in_features
         if rows >= ONEDNN_MIN_ROWS and onednn_available():
-            return torch.ops.mkldnn._linear_pointwise(x, self._reorder(weight), bias,
-                                                      "none", [], "")
+            return self.onednn_product(x)
         if rows > SPLIT_MAX_ROWS or self._split(weight) is None:
             return F.linear(x, weight, bias)
+        return self.split_product(x)
+
+    def onednn_product(self, x: Tensor) -> Tensor:
+        """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""
+        return onednn_linear(x, self._reorder(self.weight), self.bias)
+
+    def split_product(self, x: Tensor) -> Tensor:
+        """One block of output features per thread, as a batched product (float32 CPU
+        inference, once ``_split`` has made the blocks)."""
         blocks, d_in = self.weight_blocks, self.in_features
         t = blocks.size(0)
         every = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
-        if bias is None:
+        if self.bias is None:
             y = torch.bmm(every, blocks)  # (t, M, out / t)
         else:
             y = torch.baddbmm(self.bias_blocks, every, blocks)
@@ -123,8 +141,7 @@ class CpuLinear(nn.Module):
         """The weight in oneDNN's layout, made again when the weight or its values changed."""
         key = (weight.data_ptr(), weight._version)
         if key != self.reordered_key:
-            self.reordered = torch.ops.mkldnn._reorder_linear_weight(weight.detach(),
-                                                                      ONEDNN_ROWS_HINT)
+            self.reordered = onednn_reorder(weight.detach())
             self.reordered_key = key
         return self.reordered
 
