@@ -14,7 +14,7 @@ each one's median.
   target tokens per second over the timed steps after warm-up.
 
     .venv/bin/python benchmarks/compare_checkouts.py --baseline /tmp/base [--rounds 3]
-        [--skip-decode] [--skip-train]
+        [--skip-decode] [--skip-train] [--precisions fp32 bf16]
 """
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4000)
     parser.add_argument("--skip-decode", action="store_true")
     parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
+                        help="the training rows' precisions")
     parser.add_argument("--train-worker", help=argparse.SUPPRESS)
     parser.add_argument("--size", help=argparse.SUPPRESS)
     parser.add_argument("--precision", help=argparse.SUPPRESS)
@@ -145,7 +147,8 @@ def main() -> None:
             data = prepare_demo(Path(tmp) / "demo")
             print("\n| size, precision | baseline tgt tok/s | working tree tgt tok/s | ratio | "
                   "range baseline / working tree |\n|---|---:|---:|---:|---|")
-            table(TRAIN_ROWS, lambda path, r: train_rate(path, data, r[0], r[1],
+            rows = [r for r in TRAIN_ROWS if r[1] in args.precisions]
+            table(rows, lambda path, r: train_rate(path, data, r[0], r[1],
                                                          args.max_tokens),
                   checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}")
 
