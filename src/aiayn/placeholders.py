@@ -3,11 +3,12 @@
 Localisation strings carry placeholders that a translation must keep exactly: printf's ``%s``,
 ``%1$d``, ``%qs`` and ``%(name)s``, strftime's ``%H``, Qt's ``%1``, ``{0}`` and ``{name}``,
 ``${name}``, markup ``<b>`` ... ``</b>`` and entities ``&amp;``. With placeholder protection
-(``aiayn prepare --placeholders``) each one is replaced, in both languages, by a sentinel ``⟦1⟧``, ``⟦2⟧``... numbered by its place in the
-source, and every sentinel is one piece of the vocabulary; the model learns to move sentinels,
-never to spell them. Translating masks the source the same way and puts the source's own
-placeholders back in place of the sentinels of the output (``restore``), repairing an output
-that dropped one (appended at the end) or repeated one (dropped).
+(``aiayn prepare --placeholders``) each one is replaced, in both languages, by a sentinel
+``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one piece of
+the vocabulary; the model learns to move sentinels, never to spell them. Translating masks the
+source the same way and puts the source's own placeholders back in place of the sentinels of
+the output (``restore``), repairing an output that dropped one (in place of a stray
+placeholder of its kind, else appended at the end) or repeated one (dropped).
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ def mask(source: str, target: str | None = None) -> tuple[str, str | None, list[
 
 def restore(output: str, originals: list[str]) -> str:
     """The output with each sentinel replaced by its source placeholder: a sentinel the
-    source lacks or one already used is dropped, and placeholders the output lost are
-    appended at the end, so the result holds every placeholder of the source once."""
+    source lacks or one already used is dropped. A placeholder the output lost takes the
+    place of a stray one of its kind (one the source does not hold, such as a meta-variable
+    the model translated: ``<Zahl>`` for the source's ``<size>``), else it is appended at
+    the end; so the result holds every placeholder of the source once."""
     used: set[int] = set()
     dropped = False
 
@@ -88,6 +91,25 @@ def restore(output: str, originals: list[str]) -> str:
 
     text = SENTINEL.sub(back, output)
     missing = [p for i, p in enumerate(originals) if i not in used]
+    # a lost placeholder that the output wrote out as text is there after all
+    written = Counter(find(text)) - Counter(originals[i] for i in used)
+    for lost in list(missing):
+        if written[lost]:
+            written[lost] -= 1
+            missing.remove(lost)
+    if not missing:
+        return re.sub(r" {2,}", " ", text).strip() if dropped else text
+    own = set(originals)
+
+    def in_place(match: re.Match) -> str:
+        stray = match.group(0)
+        for k, lost in enumerate(missing):
+            if stray not in own and lost[0] == stray[0]:  # same kind: %, $, {, <, &
+                del missing[k]
+                return lost
+        return stray
+
+    text = PATTERN.sub(in_place, text)
     if missing:
         text = " ".join(part for part in (text.strip(), *missing) if part)
-    return re.sub(r" {2,}", " ", text).strip() if dropped or missing else text
+    return re.sub(r" {2,}", " ", text).strip()

@@ -47,8 +47,18 @@ def test_restore_repairs_what_the_model_lost_or_repeated():
     assert placeholders.restore("⟦2⟧Datei ⟦2⟧", found) == "<b>Datei %s </b>"
     assert placeholders.restore("Datei ⟦7⟧ ⟦1⟧", found) == "Datei %s <b> </b>"
     assert placeholders.restore("Datei", []) == "Datei"
-    for output in ("", "⟦1⟧", "⟦3⟧ ⟦3⟧ ⟦3⟧", "x ⟦9⟧ y"):
+    for output in ("", "⟦1⟧", "⟦3⟧ ⟦3⟧ ⟦3⟧", "x ⟦9⟧ y", "<Größe> %d ⟦2⟧"):
         assert placeholders.kept("%s <b> </b>", placeholders.restore(output, found))
+
+
+def test_a_lost_placeholder_takes_the_place_of_a_stray_one_of_its_kind():
+    # the model translated a meta-variable instead of moving its sentinel
+    assert placeholders.restore("Speicher <Zahl> in MB", ["<size>"]) == "Speicher <size> in MB"
+    # kinds match: the lost %s replaces %d, the lost <b> the stray <i>; {0} has no stray: appended
+    assert (placeholders.restore("<i>Datei</i> %d", ["%s", "<b>", "</b>", "{0}"])
+            == "<b>Datei</b> %s {0}")
+    # a placeholder of the source that the output holds as text is not a stray
+    assert placeholders.restore("<b> ⟦1⟧", ["<b>", "<b>"]) == "<b> <b>"
 
 
 # software strings with a printf placeholder, a brace field and markup in every line
