@@ -6,7 +6,10 @@ the form that suits compilation best: one function over fixed-shape buffers (the
 tensor, every layer's keys and values written into a preallocated (B, H, L, Dh) cache, attention
 over all L positions with the unwritten ones masked), the output log-softmax included, so one
 compiled graph serves every step. Variants: symbolic shapes (one graph for every batch),
-static shapes, and Inductor's ``freezing`` (weights as constants, MKL-packed linear layers).
+static shapes, Inductor's ``freezing`` (weights as constants, MKL-packed linear layers), and
+static shapes with every product written as the eager step's own one-row product
+(``CpuLinear.split_product``: one block of output features per thread, a batched product),
+so that only what lies between the products is compiled.
 
 Each variant runs in a fresh process; the figure is microseconds per step (median of
 ``--rounds`` runs of 300 steps after 50 warm-up steps), random-weight ``small`` model, 26
@@ -26,14 +29,17 @@ import sys
 import time
 
 VARIANTS = ("eager (aiayn)", "compiled, symbolic shapes", "compiled, static shapes",
-            "compiled, static, freezing")
+            "compiled, static, freezing", "compiled, static, split products")
 
 
-def decoder_step(model, tokens, position, self_k, self_v, cross_k, cross_v, src_mask):
+def decoder_step(model, tokens, position, self_k, self_v, cross_k, cross_v, src_mask,
+                 linear=None):
     """One decoding step over fixed-shape buffers: tokens (B, 1), position () int64, self_k /
     self_v per layer (B, H, L, Dh) written at ``position``, cross_k / cross_v per layer
-    (B, H, S, Dh), src_mask (B, 1, 1, S) -> (B, V) log-probabilities."""
+    (B, H, S, Dh), src_mask (B, 1, 1, S) -> (B, V) log-probabilities. ``linear(layer, x)``
+    computes each product (default: the layer itself)."""
     import torch
+    lin = linear or (lambda layer, x: layer(x))
     embed, at = model.tgt_embed, position.view(1)
     x = embed.token(tokens) * embed.scale + embed.positions.table.index_select(0, at)
     visible = torch.arange(self_k[0].size(2)) <= position  # (L,)
@@ -48,17 +54,19 @@ def decoder_step(model, tokens, position, self_k, self_v, cross_k, cross_v, src_
 
     for i, layer in enumerate(model.decoder.layers):
         attn = layer.self_attn
-        q, k, v = attn._heads(attn.qkv_proj(layer.self_block.enter(x)), 3)
+        q, k, v = attn._heads(lin(attn.qkv_proj, layer.self_block.enter(x)), 3)
         self_k[i].index_copy_(2, at, k)
         self_v[i].index_copy_(2, at, v)
-        x = layer.self_block.leave(x, attn.out_proj(merge(attend(q, self_k[i], self_v[i],
-                                                                 visible))))
+        x = layer.self_block.leave(x, lin(attn.out_proj, merge(attend(q, self_k[i], self_v[i],
+                                                                      visible))))
         attn = layer.cross_attn
-        q = attn._heads(attn.q_proj(layer.cross_block.enter(x)), 1)[0]
-        x = layer.cross_block.leave(x, attn.out_proj(merge(attend(q, cross_k[i], cross_v[i],
-                                                                  src_mask))))
-        x = layer.ffn_block.leave(x, layer.ffn(layer.ffn_block.enter(x)))
-    return model.output_proj(x[:, 0]).float().log_softmax(-1)
+        q = attn._heads(lin(attn.q_proj, layer.cross_block.enter(x)), 1)[0]
+        x = layer.cross_block.leave(x, lin(attn.out_proj, merge(attend(q, cross_k[i],
+                                                                       cross_v[i], src_mask))))
+        ffn = layer.ffn  # (ReLU, no dropout in eval)
+        h = lin(ffn.linear1, layer.ffn_block.enter(x)).relu()
+        x = layer.ffn_block.leave(x, lin(ffn.linear2, h))
+    return lin(model.output_proj, x[:, 0]).float().log_softmax(-1)
 
 
 def worker(variant: str, batch: int) -> None:
@@ -67,7 +75,7 @@ def worker(variant: str, batch: int) -> None:
     from torch import nn
 
     from aiayn import ModelConfig, Transformer
-    from aiayn.cpu import for_inference, reuse_freed_memory
+    from aiayn.cpu import CpuLinear, for_inference, reuse_freed_memory
 
     reuse_freed_memory()
     torch.manual_seed(0)
@@ -89,13 +97,21 @@ def worker(variant: str, batch: int) -> None:
             diff = 0.0
         else:
             inductor.freezing = variant.endswith("freezing")
+            split = variant.endswith("split products")
+            if split:  # the weight blocks of every product, at any batch
+                for layer in eager.modules():
+                    if isinstance(layer, CpuLinear):
+                        layer._split(layer.weight)
 
             class Step(nn.Module):  # the weights as the module's own: freezing can fold them
                 def __init__(self):
                     super().__init__()
-                    self.model = model
+                    self.model = eager if split else model
 
                 def forward(self, *args):
+                    if split:
+                        return decoder_step(self.model, *args,
+                                            linear=lambda layer, x: layer.split_product(x))
                     return decoder_step(self.model, *args)
             compiled = torch.compile(Step(), dynamic=variant.endswith("symbolic shapes"),
                                      fullgraph=True)

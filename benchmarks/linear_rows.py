@@ -3,7 +3,12 @@
 features per thread, ``torch.bmm``) and its oneDNN product (the weight reordered once).
 
 Microseconds per product (median of 5 runs of 200 calls) for 1 and for all threads, and which
-path ``CpuLinear`` takes. Run by hand:
+path ``CpuLinear`` takes. A product repeated on one weight reads it from the cache; a decoding
+step reads each of its weights once. So a second table runs one row through all 19 products of
+a ``small`` decoding step in sequence (3 layers of self-attention qkv and output, cross-attention
+query and output, FFN in and out, then the 8,000-way output layer: 19 MB of float32 weights),
+each weight its own, and gives microseconds per step and the weight bytes read per second.
+Run by hand:
 
     .venv/bin/python benchmarks/linear_rows.py
 """
@@ -67,6 +72,36 @@ def main() -> None:
                     for k, v in (("plain", plain), ("split", split), ("onednn", onednn))))
             print(f"| {name} {d_in}x{d_out} | {t} | " + " | ".join(cells) + " |", flush=True)
         torch.set_num_threads(threads)
+    step_sequence()
+
+
+STEP = [(256, 768), (256, 256), (256, 256), (256, 256), (256, 1024), (1024, 256)] * 3 + [
+    (256, 8000)]  # (in, out) of a small decoding step's products, in order
+
+
+def step_sequence(rounds: int = 3) -> None:
+    layers = [nn.Linear(d_in, d_out, bias=i < len(STEP) - 1)
+              for i, (d_in, d_out) in enumerate(STEP)]
+    fast = [CpuLinear(layer, pack=i == len(STEP) - 1) for i, layer in enumerate(layers)]
+    xs = [torch.randn(1, d_in) for d_in, _ in STEP]
+    size = sum(layer.weight.numel() * 4 for layer in layers)
+    ways = {"F.linear": lambda: [F.linear(x, la.weight, la.bias) for x, la in zip(xs, layers)],
+            "split": lambda: [f.split_product(x) for x, f in zip(xs, fast)]}
+    if onednn_available():
+        ways["oneDNN"] = lambda: [f.onednn_product(x) for x, f in zip(xs, fast)]
+    print(f"\none row through the {len(STEP)} products of a small decoding step "
+          f"({size / 1e6:.0f} MB of weights), us per step (GB/s); median of {rounds} "
+          "alternating rounds")
+    with torch.inference_mode():
+        for f in fast:
+            f._split(f.weight)
+        times = {name: [] for name in ways}
+        for _ in range(rounds):
+            for name, fn in ways.items():
+                times[name].append(per_call(fn, calls=100))
+    print("| " + " | ".join(ways) + " |\n|" + "---:|" * len(ways))
+    print("| " + " | ".join(f"{statistics.median(t):,.0f} ({size / statistics.median(t) / 1e3:.0f})"
+                            for t in times.values()) + " |")
 
 
 if __name__ == "__main__":
