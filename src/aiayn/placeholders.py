@@ -102,12 +102,12 @@ def restore(output: str, originals: list[str]) -> str:
     own = set(originals)
 
     def in_place(match: re.Match) -> str:
-        stray = match.group(0)
-        for k, lost in enumerate(missing):
-            if stray not in own and lost[0] == stray[0]:  # same kind: %, $, {, <, &
-                del missing[k]
-                return lost
-        return stray
+        found = match.group(0)
+        if found not in own:  # a stray: the first lost placeholder of its kind takes its place
+            for k, lost in enumerate(missing):
+                if lost[0] == found[0]:  # same kind: %, $, {, <, &
+                    return missing.pop(k)
+        return found
 
     text = PATTERN.sub(in_place, text)
     if missing:
