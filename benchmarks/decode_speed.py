@@ -11,7 +11,10 @@ Every measurement is a fresh process that loads one system only (CTranslate2's i
 torch nor aiayn: checked), warms up, then times ``--repeats`` runs and reports their median.
 Systems alternate within each row, ``--rounds`` times; the table shows each system's median
 over the rounds. aiayn decodes as ``aiayn.load`` prepares a model (``aiayn.cpu.for_inference``,
-the allocator settings).
+the allocator settings); ``aiayn --compile`` as ``aiayn.load(..., compile=True)`` does
+(``aiayn.compiled``: one-sentence steps compiled), measured at batch 1 only, the one row where
+a step runs compiled ("(eager)" elsewhere). Its warm-up includes the compilation (Inductor's
+disk cache makes it seconds after the first process).
 
 ``--together`` measures the old way, every system built in one process and run one after the
 other: it shows what that does to the figures (docs/benchmarks.md), nothing else.
@@ -33,7 +36,10 @@ from pathlib import Path
 
 VOCAB, SRC_LEN = 8000, 25
 PAD, BOS, EOS = 0, 2, 3
-SYSTEMS = ("aiayn", "aiayn --int8", "Hugging Face", "CTranslate2 float32", "CTranslate2 int8")
+SYSTEMS = ("aiayn", "aiayn --compile", "aiayn --int8", "Hugging Face", "CTranslate2 float32",
+           "CTranslate2 int8")
+FLOAT32 = ("aiayn", "aiayn --compile")  # aiayn's float32 systems
+ONE_ROW = ("aiayn --compile",)  # systems that differ from eager aiayn only at one sentence
 ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
 HERE = Path(__file__).resolve().parent
 
@@ -117,6 +123,9 @@ def build(system: str, size: str, work: Path | None, out_len: int):
     from aiayn.decode.search import beam_search, greedy_search
     reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
     model = for_inference(model, int8=system.endswith("int8"))
+    if system == "aiayn --compile":
+        from aiayn.compiled import CompiledSteps
+        model = CompiledSteps(model)
 
     def fn(batch, beam, rows):
         if beam == 1:
@@ -208,18 +217,20 @@ def main() -> None:
             built = ({s: build(s, size, work, args.out_len) for s in systems} if args.together
                      else {})
             for batch, beam, label in ROWS:
-                runs: dict[str, list[float]] = {s: [] for s in systems}
+                here = [s for s in systems if batch == 1 or s not in ONE_ROW]
+                runs: dict[str, list[float]] = {s: [] for s in here}
                 for _ in range(args.rounds):
-                    for s in systems:  # alternate systems within the row, round after round
+                    for s in here:  # alternate systems within the row, round after round
                         runs[s].append(measure(built[s], batch, beam, args) if args.together
                                        else run_worker(s, size, batch, beam, work, args))
                 r = {s: statistics.median(v) for s, v in runs.items()}
                 ours = max(v for s, v in r.items() if s.startswith("aiayn"))
                 theirs = max(v for s, v in r.items() if s.startswith("CTranslate2"))
-                ratio = r.get("aiayn", float("nan")) / r.get("CTranslate2 float32", float("nan"))
+                ratio = (max((v for s, v in r.items() if s in FLOAT32), default=float("nan"))
+                         / r.get("CTranslate2 float32", float("nan")))
                 latency = (f"{1000 * args.out_len / ours:.1f}, {1000 * args.out_len / theirs:.1f}"
                            if batch == 1 else "")
-                cells = " | ".join(f"{r[s]:,.0f}" for s in systems)
+                cells = " | ".join(f"{r[s]:,.0f}" if s in r else "(eager)" for s in systems)
                 print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} "
                       f"| {ours / theirs:.2f} | {latency} |", flush=True)
 

@@ -109,6 +109,8 @@ CASES = [
     ("translate --checkpoint {w}/flipped --input {w}/src.txt", "model.safetensors"),
     ("translate --checkpoint {w}/ckpt --checkpoint {w}/run --input {w}/src.txt --top-k 3",
      "--top-k"),
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt --compile --int8",
+     "--compile compiles the float32 CPU step"),
     ("score --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/two.txt", "has 3 lines but"),
     ("evaluate --checkpoint {w}/ckpt --src {w}/src.txt --ref {w}/two.txt", "3"),
     # generate, classify, attend

@@ -226,6 +226,10 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("--int8", action="store_true",
                    help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
+    p.add_argument("--compile", action="store_true",
+                   help="run one-sentence decoding steps as compiled code (float32, CPU; "
+                        "needs a C++ compiler, else decodes as without): lower latency at "
+                        "--batch-tokens small enough for one sentence, see docs")
 
 
 def _decode_options(args: argparse.Namespace, nbest: int = 1):
@@ -318,7 +322,8 @@ def _add_translate_evaluate(sub) -> None:
 def translate_command(args: argparse.Namespace) -> None:
     from .translate import load
     options = _decode_options(args, args.nbest)
-    translator = load(args.checkpoint, device=args.device, int8=args.int8)  # fails first
+    translator = load(args.checkpoint, device=args.device, int8=args.int8,
+                      compile=args.compile)  # fails first
     lines = _read_lines(args.input)
     bar = None
     if args.output:
@@ -369,7 +374,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     from .evaluate import evaluate
     options = _decode_options(args)  # flags are checked before any file is read
     result = evaluate(args.checkpoint, _read_lines(args.src), _read_lines(args.ref), options,
-                      device=args.device, int8=args.int8)
+                      device=args.device, int8=args.int8, compile=args.compile)
     print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
     if "placeholders_kept" in result:
@@ -559,10 +564,12 @@ def _add_serve(sub) -> None:
                    help="requests per minute per API key or client address; 0 = no limit")
     p.add_argument("--beam", type=int, default=4, help="beam size (default: 4)")
     p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
+    p.add_argument("--compile", action="store_true",
+                   help="run one-sentence greedy steps (--beam 1) as compiled code (float32)")
     p.set_defaults(command_fn=serve_command)
 
 
-def _served_models(specs: list[str], int8: bool):
+def _served_models(specs: list[str], int8: bool, compile: bool = False):
     from . import checkpoint as ckpt
     from .serve.app import Model
     from .translate import Translator
@@ -583,7 +590,8 @@ def _served_models(specs: list[str], int8: bool):
                 raise UserError(f"--checkpoint {path}: its language pair is unknown; name it "
                                 f"as en-es={path} (or prepare with --src-lang/--tgt-lang)")
             source, target = languages["source"], languages["target"]
-        models.append(Model(source, target, Translator.load(directory, int8=int8)))
+        models.append(Model(source, target, Translator.load(directory, int8=int8,
+                                                                   compile=compile)))
     names = [m.name for m in models]
     if len(set(names)) != len(names):
         raise UserError(f"two --checkpoint models serve the same pair ({', '.join(names)})")
@@ -618,7 +626,7 @@ def serve_command(args: argparse.Namespace) -> None:
                         batch_tokens=args.batch_tokens, max_wait_ms=args.max_wait_ms,
                         queue_size=args.queue_size, api_keys=keys, req_limit=args.req_limit,
                         beam=args.beam)
-    app = create_app(_served_models(args.checkpoint, args.int8), settings)
+    app = create_app(_served_models(args.checkpoint, args.int8, args.compile), settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     _log(f"serving {', '.join(app.state.service.models)} on http://{args.host}:{args.port}/")
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",

@@ -111,6 +111,10 @@ class CpuLinear(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in) -> (..., out)."""
         weight, bias = self.weight, self.bias
+        if torch.compiler.is_compiling():  # traced (``aiayn.compiled``): blocks made beforehand
+            if self.weight_blocks is None:
+                return F.linear(x, weight, bias)
+            return self.split_product(x)
         if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
                 or weight.dtype is not torch.float32 or x.numel() == 0):
             return F.linear(x, weight, bias)
@@ -131,8 +135,10 @@ class CpuLinear(nn.Module):
         blocks, d_in = self.weight_blocks, self.in_features
         t = blocks.size(0)
         every = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
-        if self.bias is None:
+        if self.bias is None and not torch.compiler.is_compiling():
             y = torch.bmm(every, blocks)  # (t, M, out / t)
+        elif self.bias is None:  # compiled, Inductor would turn a one-row bmm into slow loops
+            y = torch.baddbmm(x.new_zeros(()), every, blocks, beta=0)
         else:
             y = torch.baddbmm(self.bias_blocks, every, blocks)
         return y.transpose(0, 1).reshape(x.shape[:-1] + (self.out_features,))  # (..., out)

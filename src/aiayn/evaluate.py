@@ -25,13 +25,14 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
 
 def evaluate(checkpoint: str | Path | list, sources: list[str], references: list[str],
              options: DecodeOptions | None = None, *, device: str = "cpu",
-             int8: bool = False) -> dict:
+             int8: bool = False, compile: bool = False) -> dict:
     """Translate ``sources`` with the checkpoint (several: an ensemble) and score against
     ``references``."""
     if len(sources) != len(references):
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")
-    hypotheses = load(checkpoint, device=device, int8=int8).translate(sources, options)
+    translator = load(checkpoint, device=device, int8=int8, compile=compile)
+    hypotheses = translator.translate(sources, options)
     return {**score(hypotheses, references), **placeholder_rate(sources, hypotheses),
             "hypotheses": hypotheses}
 

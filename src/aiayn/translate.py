@@ -19,6 +19,7 @@ import torch
 
 from . import checkpoint as ckpt
 from . import cpu, placeholders
+from .compiled import CompiledSteps
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
 from .decode.ensemble import Ensemble
@@ -126,14 +127,18 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | Path | list, *, device: str = "cpu",
-             int8: bool = False) -> "Translator":
+             int8: bool = False, compile: bool = False) -> "Translator":
         """Load from a checkpoint directory or a run directory (its best, else last checkpoint);
         several paths make an ensemble (``aiayn.decode.ensemble``), which needs one vocabulary.
 
         ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
+        ``compile``: one-sentence steps run as compiled code (``aiayn.compiled``; float32, CPU).
         """
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
+        if compile and (int8 or device != "cpu"):
+            raise UserError("--compile compiles the float32 CPU step; drop --int8 or --device, "
+                            "or --compile")
         paths = list(path) if isinstance(path, (list, tuple)) else [path]
         models, tokenizers, protect = [], [], False
         for one in paths:
@@ -150,6 +155,8 @@ class Translator:
         if device == "cpu":
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
             models = [cpu.for_inference(m, int8=int8) for m in models]
+        if compile:
+            models = [CompiledSteps(m) for m in models]
         model = models[0] if len(models) == 1 else Ensemble(models)
         return cls(model.to(device), tokenizers[0], placeholders=protect)
 
@@ -321,6 +328,7 @@ class Translator:
         return pharaoh(word_alignments(self.attention(source, translation)))
 
 
-def load(path: str | Path | list, *, device: str = "cpu", int8: bool = False) -> Translator:
+def load(path: str | Path | list, *, device: str = "cpu", int8: bool = False,
+         compile: bool = False) -> Translator:
     """Load a translator from a checkpoint or run directory (several: an ensemble)."""
-    return Translator.load(path, device=device, int8=int8)
+    return Translator.load(path, device=device, int8=int8, compile=compile)

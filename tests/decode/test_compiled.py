@@ -1,0 +1,106 @@
+"""The compiled decoding step against the eager one: same log-probabilities, same beams, batch
+invariance, and eager decoding where compilation is unavailable."""
+
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+import torch._inductor.config as inductor
+
+from aiayn import ModelConfig, Transformer
+from aiayn import checkpoint as ckpt
+from aiayn.compiled import CompiledSteps
+from aiayn.cpu import for_inference
+from aiayn.decode.search import beam_search, greedy_search
+from aiayn.translate import DecodeOptions, Translator
+
+from ..conftest import random_tokens, toy_pairs
+
+pytestmark = pytest.mark.skipif(
+    not torch._dynamo.is_dynamo_supported() or not (shutil.which("g++") or shutil.which("c++")),
+    reason="torch.compile needs dynamo support and a C++ compiler here")
+
+
+def test_compiled_steps_equal_eager_steps_within_1e_5():
+    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre")  # with the final norm
+    model = for_inference(Transformer(cfg))
+    compiled = CompiledSteps(model, warn=pytest.fail)
+    src = random_tokens(1, 9, vocab=50)
+    with torch.inference_mode():
+        memory, src_mask, _ = model.encode(src)
+        eager_cache = model.init_cache(memory, src_mask, 20)
+        compiled_cache = compiled.init_cache(memory, src_mask, 20)
+        tokens = torch.tensor([[cfg.bos_id]])
+        for _ in range(12):
+            want = model.decode_step(tokens, eager_cache).log_softmax(-1)
+            got = compiled.decode_step(tokens, compiled_cache)
+            assert got.shape == want.shape == (1, 1, 50)
+            assert (got - want).abs().max() <= 1e-5
+            assert compiled_cache.length == eager_cache.length
+            tokens = want[:, -1].argmax(-1, keepdim=True)
+    assert compiled.compiled_steps == 12
+
+
+def test_compiled_beams_equal_eager_beams_on_100_sentences(toy_model):
+    model = ckpt.load_model(toy_model)
+    eager = for_inference(model)
+    compiled = CompiledSteps(for_inference(model), max_rows=4, warn=pytest.fail)
+    translator = Translator(eager, ckpt.load_tokenizer(toy_model))
+    sources = [translator.encode_source(s) for s, _ in toy_pairs(100, seed=3)]
+    for ids in sources:  # one sentence at a time: one row, then its 4 beams, compiled
+        src = torch.tensor([ids])
+        want = beam_search(eager, src, beam=4, nbest=4)[0]
+        got = beam_search(compiled, src, beam=4, nbest=4)[0]
+        assert [h.tokens for h in got] == [h.tokens for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+    assert compiled.compiled_steps > 100 * 5
+
+
+def test_a_sentence_decodes_the_same_compiled_alone_and_eager_in_a_batch(toy_model):
+    alone = Translator.load(toy_model, compile=True)
+    batched = Translator.load(toy_model)
+    sentences = [s for s, _ in toy_pairs(12, seed=4)]
+    for options in (DecodeOptions(beam=1), DecodeOptions(sample=True, seed=7, top_k=5)):
+        together = batched.translate(sentences, options)  # one batch: eager steps
+        one_by_one = replace(options, batch_tokens=1)  # a batch per sentence: compiled steps
+        assert alone.translate(sentences, one_by_one) == together
+    assert alone.model.compiled_steps > 0
+    assert alone.model.failed is None
+
+
+def test_without_a_compiler_decoding_warns_once_and_runs_eagerly():
+    model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
+    warnings = []
+    compiled = CompiledSteps(model, warn=warnings.append)
+    src = random_tokens(3, 7)
+    with inductor.patch({"cpp.cxx": ("/nonexistent/c++",), "fx_graph_cache": False}):
+        got = [greedy_search(compiled, src[i:i + 1])[0].tokens for i in range(3)]
+    assert got == [h.tokens for h in greedy_search(model, src)]
+    assert len(warnings) == 1 and "compiled decoding step is unavailable" in warnings[0]
+    assert "C++ compiler" in warnings[0]
+    assert compiled.compiled_steps == 0
+
+
+def test_compiled_steps_never_run_beyond_max_rows_nor_for_int8():
+    model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
+    compiled = CompiledSteps(model, warn=pytest.fail)
+    src = random_tokens(4, 6)
+    assert [h.tokens for h in greedy_search(compiled, src)] == [
+        h.tokens for h in greedy_search(model, src)]
+    assert compiled.compiled_steps == 0  # four rows: eager
+    int8 = CompiledSteps(for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)),
+                                       int8=True), warn=pytest.fail)
+    greedy_search(int8, src[:1])
+    assert int8.compiled_steps == 0
+
+
+def test_translate_compile_flag_gives_the_same_output(toy_model, tmp_path, capsys):
+    from aiayn.cli import main
+    (tmp_path / "in.txt").write_text("".join(s + "\n" for s, _ in toy_pairs(5, seed=6)))
+    outputs = []
+    for flags in ([], ["--compile"]):
+        assert main(["translate", "--checkpoint", str(toy_model), "-i", str(tmp_path / "in.txt"),
+                     "--beam", "1", "--batch-tokens", "1", *flags]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and len(outputs[0].splitlines()) == 5
