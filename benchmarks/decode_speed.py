@@ -20,7 +20,7 @@ disk cache makes it seconds after the first process).
 other: it shows what that does to the figures (docs/benchmarks.md), nothing else.
 
     .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--rounds 3]
-        [--repeats 3] [--systems ...] [--together]
+        [--repeats 3] [--systems ...] [--batches 32 1] [--together]
 """
 
 from __future__ import annotations
@@ -183,6 +183,8 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["small", "base"])
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--out-len", type=int, default=30)
+    parser.add_argument("--batches", type=int, nargs="+", default=[32, 1],
+                        help="the rows to measure, by batch size (default: 32 1)")
     parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 rows")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3,
@@ -216,7 +218,7 @@ def main() -> None:
         for size in args.sizes:
             built = ({s: build(s, size, work, args.out_len) for s in systems} if args.together
                      else {})
-            for batch, beam, label in ROWS:
+            for batch, beam, label in (row for row in ROWS if row[0] in args.batches):
                 here = [s for s in systems if batch == 1 or s not in ONE_ROW]
                 runs: dict[str, list[float]] = {s: [] for s in here}
                 for _ in range(args.rounds):

@@ -4,9 +4,9 @@ At one sentence a decoding step is two kinds of work: reading every weight once 
 and about 150 small operations between them (norms, head reshapes, attention, the residuals,
 the log-softmax), each dispatched on its own. ``CompiledSteps`` wraps an inference model
 (``aiayn.cpu.for_inference``) and runs the step of one row through ``torch.compile`` (Inductor's
-C++ backend): the operations between the products become a few generated loops, while the
-products stay the eager step's own split products (``CpuLinear.split_product``), faster at one
-row than those Inductor generates. The step is written for compilation: one function over the
+C++ backend): the whole step becomes a few dozen generated loops, each product one of them
+(``CpuLinear.traced_product``: a vectorized dot product of the row with every weight row,
+fused with the operations around it). The step is written for compilation: one function over the
 cache's buffers, the position a tensor, this step's keys and values written into the
 preallocated cache and attention over all of its positions with the unwritten ones masked.
 Its results equal the eager step's to float32 rounding (tested within 1e-5).
@@ -113,16 +113,15 @@ class CompiledSteps(nn.Module):
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
         self.failed: str | None = None if compile_available() else "torch.compile unavailable"
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
-        self._linears = [m for m in model.modules() if isinstance(m, CpuLinear)]
         self._steps: dict[int, Callable] = {}  # compiled step by thread count
 
     def _compiled(self) -> Callable:
-        """The compiled step for the current thread count (the weight blocks' count).
+        """The compiled step for the current thread count (generated loops are split among a
+        fixed number of threads).
 
         Guards on the model's modules are left out, which saves ~0.1 ms a step: the model is an
-        inference copy that keeps its structure and weight shapes, its weight blocks change
-        only with the thread count, which picks the step, and each call still reads the
-        weights as they are. torch.compile keeps compiled code per code object, so each step
+        inference copy that keeps its structure and weight shapes, and each call still reads
+        the weights as they are. torch.compile keeps compiled code per code object, so each step
         gets a code object of its own: another model never runs this model's compiled code."""
         threads = torch.get_num_threads()
         if threads not in self._steps:
@@ -170,16 +169,15 @@ class CompiledSteps(nn.Module):
         return self.model.decode_step(tgt, cache).float().log_softmax(-1)
 
     def _compilable(self, tgt: Tensor, cache: DecoderCache) -> bool:
-        """One new position of at most ``max_rows`` rows, float32 on the CPU, in inference,
-        with the split products ready; and compilation has not failed."""
+        """One new position of at most ``max_rows`` rows, float32 on the CPU, in inference, of
+        a model with ``CpuLinear`` layers (not int8); and compilation has not failed."""
         if (self.failed is not None or tgt.size(1) != 1 or tgt.size(0) > self.max_rows
                 or torch.is_grad_enabled() or not tgt.is_cpu or cache.length >= cache.capacity
                 or cache.src_mask is None):
             return False
         first = cache.layers[0]
         return (first.self_k.dtype == torch.float32 and first.cross_k is not None
-                and isinstance(self.model.output_proj, CpuLinear)
-                and all(layer._split(layer.weight) is not None for layer in self._linears))
+                and isinstance(self.model.output_proj, CpuLinear))
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced log-probabilities (B, T, V), as ``Ensemble`` returns them."""

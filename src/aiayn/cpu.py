@@ -111,10 +111,8 @@ class CpuLinear(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in) -> (..., out)."""
         weight, bias = self.weight, self.bias
-        if torch.compiler.is_compiling():  # traced (``aiayn.compiled``): blocks made beforehand
-            if self.weight_blocks is None:
-                return F.linear(x, weight, bias)
-            return self.split_product(x)
+        if torch.compiler.is_compiling():  # traced by ``aiayn.compiled``
+            return self.traced_product(x)
         if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
                 or weight.dtype is not torch.float32 or x.numel() == 0):
             return F.linear(x, weight, bias)
@@ -135,13 +133,21 @@ class CpuLinear(nn.Module):
         blocks, d_in = self.weight_blocks, self.in_features
         t = blocks.size(0)
         every = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
-        if self.bias is None and not torch.compiler.is_compiling():
+        if self.bias is None:
             y = torch.bmm(every, blocks)  # (t, M, out / t)
-        elif self.bias is None:  # compiled, Inductor would turn a one-row bmm into slow loops
-            y = torch.baddbmm(x.new_zeros(()), every, blocks, beta=0)
         else:
             y = torch.baddbmm(self.bias_blocks, every, blocks)
         return y.transpose(0, 1).reshape(x.shape[:-1] + (self.out_features,))  # (..., out)
+
+    def traced_product(self, x: Tensor) -> Tensor:
+        """The product written for Inductor (``torch.compile``) at a few rows: the dot product of
+        each row of x with every row of the weight, which Inductor makes one vectorized loop
+        over the weight's contiguous rows, split among the threads and fused with what comes
+        before and after it. At one row it is faster than the split product or any matrix
+        product the compiled step can call (docs/benchmarks.md); eagerly it would materialize
+        a (rows, out, in) tensor."""
+        y = (x.unsqueeze(-2) * self.weight).sum(-1)  # (..., out)
+        return y if self.bias is None else y + self.bias
 
     def _reorder(self, weight: Tensor) -> Tensor:
         """The weight in oneDNN's layout, made again when the weight or its values changed."""
