@@ -92,10 +92,6 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
     return model.output_proj(x[:, 0]).float().log_softmax(-1)
 
 
-def _step(model: Transformer, *args) -> Tensor:
-    return decoder_step(model, *args)
-
-
 class CompiledSteps(nn.Module):
     """An inference ``Transformer`` whose steps of at most ``max_rows`` rows run compiled; a
     ``Seq2Seq`` for the searches whose steps return log-probabilities.
@@ -111,7 +107,9 @@ class CompiledSteps(nn.Module):
         super().__init__()
         self.model, self.cfg, self.max_rows = model, model.cfg, max_rows
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
-        self.failed: str | None = None if compile_available() else "torch.compile unavailable"
+        self.failed: str | None = None
+        if not compile_available():
+            self._give_up("torch.compile is not available for this platform")
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
         self._steps: dict[int, Callable] = {}  # compiled step by thread count
 
@@ -129,12 +127,16 @@ class CompiledSteps(nn.Module):
             if hasattr(torch.compiler, "skip_guard_on_all_nn_modules_unsafe"):
                 options["guard_filter_fn"] = torch.compiler.skip_guard_on_all_nn_modules_unsafe
             CompiledSteps._made += 1
-            code = _step.__code__.replace(co_name=f"_step_{CompiledSteps._made}")
-            step = types.FunctionType(code, _step.__globals__, code.co_name, None,
-                                      _step.__closure__)
+            code = decoder_step.__code__.replace(co_name=f"decoder_step_{CompiledSteps._made}")
+            step = types.FunctionType(code, decoder_step.__globals__, code.co_name)
             self._steps[threads] = torch.compile(functools.partial(step, self.model),
                                                  fullgraph=True, dynamic=False, options=options)
         return self._steps[threads]
+
+    def _give_up(self, reason: str) -> None:
+        """Decode eagerly from now on, and say why once."""
+        self.failed = reason
+        self.warn(f"the compiled decoding step is unavailable ({reason}); decoding without it")
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
         return self.model.encode(src)
@@ -159,9 +161,7 @@ class CompiledSteps(nn.Module):
             try:
                 out = self._compiled()(*args)
             except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
-                self.failed = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
-                self.warn(f"the compiled decoding step is unavailable ({self.failed}); "
-                          "decoding without it")
+                self._give_up(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}")
             else:
                 cache.length += 1
                 self.compiled_steps += 1

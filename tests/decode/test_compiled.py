@@ -104,3 +104,14 @@ def test_translate_compile_flag_gives_the_same_output(toy_model, tmp_path, capsy
                      "--beam", "1", "--batch-tokens", "1", *flags]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1] and len(outputs[0].splitlines()) == 5
+
+
+def test_without_torch_compile_the_model_warns_at_once_and_decodes_eagerly(monkeypatch):
+    monkeypatch.setattr(torch._dynamo, "is_dynamo_supported", lambda: False)
+    model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
+    warnings = []
+    compiled = CompiledSteps(model, warn=warnings.append)
+    assert len(warnings) == 1 and "not available" in warnings[0]
+    src = random_tokens(1, 6)
+    assert greedy_search(compiled, src)[0].tokens == greedy_search(model, src)[0].tokens
+    assert compiled.compiled_steps == 0 and len(warnings) == 1
