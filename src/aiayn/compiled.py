@@ -3,32 +3,39 @@
 At one sentence a decoding step is two kinds of work: reading every weight once (the products)
 and about 150 small operations between them (norms, head reshapes, attention, the residuals,
 the log-softmax), each dispatched on its own. ``CompiledSteps`` wraps an inference model
-(``aiayn.cpu.for_inference``) and runs the step of one row through ``torch.compile`` (Inductor's
-C++ backend): the whole step becomes a few dozen generated loops, each product one of them
-(``CpuLinear.traced_product``: a vectorized dot product of the row with every weight row,
-fused with the operations around it). The step is written for compilation: one function over the
-cache's buffers, the position a tensor, this step's keys and values written into the
-preallocated cache and attention over all of its positions with the unwritten ones masked.
-Its results equal the eager step's to float32 rounding (tested within 1e-5).
+(``aiayn.cpu.for_inference``) and runs the step of one row as code compiled ahead of time by
+AOTInductor (Inductor's C++ backend, loaded as a shared library): the whole step becomes a few
+dozen generated loops, each product one of them (``CpuLinear.traced_product``: a vectorized dot
+product of the row with every weight row), called from C++ with no Python in between. The step
+is written for compilation: one function over the cache's buffers, the position a tensor, this
+step's keys and values written into the preallocated cache and attention over all of its
+positions with the unwritten ones masked. Its results equal the eager step's to float32
+rounding (tested within 1e-5).
 
 - Steps of more rows than ``max_rows`` (batches, the beams of several sentences) run eagerly:
   there oneDNN's products win and per-operation dispatch is a small share of the step.
-- Compilation happens once per process for each shape family (rows, beams per sentence); the
-  source and cache lengths are symbolic. Inductor keeps what it compiled on disk (its cache
-  directory, ``TORCHINDUCTOR_CACHE_DIR``), so a later process compiles in seconds.
+- The compiled step holds no weights: it reads the model's own tensors, bound at load. So one
+  compilation serves every model of the same shape; it is kept on disk (in Inductor's cache
+  directory, ``TORCHINDUCTOR_CACHE_DIR``), keyed by the shape, the rows, the thread count, this
+  PyTorch and the code of the step, and a later process loads it in milliseconds. Source and
+  cache lengths are symbolic.
 - Where compilation is not available (no C++ compiler, a PyTorch without Inductor for this
   platform), the first step warns once and every step runs eagerly: same results, slower.
 
-Why it pays at one sentence and not beyond: docs/benchmarks.md ("A compiled step").
+Why it pays at one sentence and not beyond, and why compiled ahead of time rather than through
+``torch.compile``: docs/benchmarks.md ("A compiled step").
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import math
+import os
+import platform
 import sys
-import types
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -37,13 +44,21 @@ from .cpu import CpuLinear
 from .model import DecoderCache, Transformer
 
 COMPILED_MAX_ROWS = 1  # the rows a step may have to run compiled (measured: docs/benchmarks.md)
+# Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
+# the strides they were compiled for (the cache's own contiguous buffers), so the generated
+# wrapper's ~100 stride checks a call are left out; and every result of more than two
+# operations is written out once instead of being recomputed inside the loops that read it:
+# without that a normalized row is recomputed for every weight row of the product after it.
+INDUCTOR_OPTIONS = {"size_asserts": False, "realize_opcount_threshold": 2}
 
 
 def compile_available() -> bool:
-    """Whether this PyTorch can compile at all here (``torch.compile`` exists and supports this
-    Python); a missing C++ compiler shows only at the first compilation."""
+    """Whether this PyTorch can compile ahead of time here (``torch.export`` and AOTInductor
+    exist and Dynamo supports this Python); a missing C++ compiler shows only at the first
+    compilation."""
     try:
-        return hasattr(torch, "compile") and torch._dynamo.is_dynamo_supported()
+        return (hasattr(torch, "export") and hasattr(torch._inductor, "aoti_compile_and_package")
+                and torch._dynamo.is_dynamo_supported())
     except (AttributeError, RuntimeError):
         return False
 
@@ -92,6 +107,66 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
     return model.output_proj(x[:, 0]).float().log_softmax(-1)
 
 
+class _Step(nn.Module):
+    """``decoder_step`` as a module for ``torch.export``: the model's weights are its own."""
+
+    def __init__(self, model: Transformer, group: int) -> None:
+        super().__init__()
+        self.model, self.group = model, group
+
+    def forward(self, tokens: Tensor, position: Tensor, self_k: list[Tensor],
+                self_v: list[Tensor], cross_k: list[Tensor], cross_v: list[Tensor],
+                src_mask: Tensor) -> Tensor:
+        return decoder_step(self.model, tokens, position, self_k, self_v, cross_k, cross_v,
+                            src_mask, self.group)
+
+
+def _weights(step: nn.Module) -> dict[str, Tensor]:
+    """Every parameter and buffer by name, tied ones under each of their names."""
+    return {**dict(step.named_parameters(remove_duplicate=False)),
+            **dict(step.named_buffers(remove_duplicate=False))}
+
+
+def _package_path(model: Transformer, rows: int, group: int, threads: int) -> Path:
+    """Where the compiled step of this shape is kept: named by everything it depends on."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    here = Path(__file__).resolve().parent
+    key = hashlib.sha256()
+    for part in (repr(model.cfg), rows, group, threads, torch.__version__, platform.machine(),
+                 torch.backends.cpu.get_cpu_capability(), sorted(INDUCTOR_OPTIONS.items()),
+                 sorted((n, tuple(t.shape), str(t.dtype)) for n, t in _weights(model).items())):
+        key.update(repr(part).encode())
+    for source in sorted([here / "compiled.py", here / "cpu.py", *(here / "model").glob("*.py")]):
+        key.update(source.read_bytes())
+    return Path(cache_dir()) / "aiayn-steps" / f"step-{key.hexdigest()[:24]}.pt2"
+
+
+def _compile_package(model: Transformer, rows: int, group: int, path: Path) -> None:
+    """Export the step of ``rows`` rows (``group`` per sentence) with symbolic source and cache
+    lengths, compile it without its weights and write the package to ``path``."""
+    from torch.export import Dim
+    cfg = model.cfg
+    layers, heads, dh = cfg.n_decoder_layers, cfg.n_heads, cfg.head_dim
+    with torch.inference_mode(False), torch.no_grad():  # export traces plain tensors
+        def zeros(length: int, n: int = rows) -> list[Tensor]:
+            return [torch.zeros(n, heads, length, dh) for _ in range(layers)]
+        source, capacity = 7, 9  # example lengths, symbolic in the compiled step
+        example = (torch.full((rows, 1), cfg.start_id, dtype=torch.long), torch.tensor(0),
+                   zeros(capacity), zeros(capacity), zeros(source, rows // group),
+                   zeros(source, rows // group),
+                   torch.ones(rows // group, 1, 1, source, dtype=torch.bool))
+        length, src_len = Dim("cache", min=1, max=cfg.max_len), Dim("source", min=1)
+        dynamic = ({}, {}, [{2: length}] * layers, [{2: length}] * layers,
+                   [{2: src_len}] * layers, [{2: src_len}] * layers, {3: src_len})
+        program = torch.export.export(_Step(model, group), example, dynamic_shapes=dynamic)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
+        built = torch._inductor.aoti_compile_and_package(
+            program, package_path=os.path.join(tmp, path.name),
+            inductor_configs={**INDUCTOR_OPTIONS, "aot_inductor.package_constants_in_so": False})
+        os.replace(built, path)
+
+
 class CompiledSteps(nn.Module):
     """An inference ``Transformer`` whose steps of at most ``max_rows`` rows run compiled; a
     ``Seq2Seq`` for the searches whose steps return log-probabilities.
@@ -100,7 +175,6 @@ class CompiledSteps(nn.Module):
     """
 
     returns_log_probs = True
-    _made = 0  # compiled steps made in this process (each gets its own code object)
 
     def __init__(self, model: Transformer, *, max_rows: int = COMPILED_MAX_ROWS,
                  warn: Callable[[str], None] | None = None) -> None:
@@ -109,29 +183,27 @@ class CompiledSteps(nn.Module):
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
         self.failed: str | None = None
         if not compile_available():
-            self._give_up("torch.compile is not available for this platform")
+            self._give_up("ahead-of-time compilation is not available for this platform")
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
-        self._steps: dict[int, Callable] = {}  # compiled step by thread count
+        self._steps: dict[tuple[int, int, int], Callable] = {}  # by rows, group, threads
 
-    def _compiled(self) -> Callable:
-        """The compiled step for the current thread count (generated loops are split among a
-        fixed number of threads).
-
-        Guards on the model's modules are left out, which saves ~0.1 ms a step: the model is an
-        inference copy that keeps its structure and weight shapes, and each call still reads
-        the weights as they are. torch.compile keeps compiled code per code object, so each step
-        gets a code object of its own: another model never runs this model's compiled code."""
-        threads = torch.get_num_threads()
-        if threads not in self._steps:
-            options = {}
-            if hasattr(torch.compiler, "skip_guard_on_all_nn_modules_unsafe"):
-                options["guard_filter_fn"] = torch.compiler.skip_guard_on_all_nn_modules_unsafe
-            CompiledSteps._made += 1
-            code = decoder_step.__code__.replace(co_name=f"decoder_step_{CompiledSteps._made}")
-            step = types.FunctionType(code, decoder_step.__globals__, code.co_name)
-            self._steps[threads] = torch.compile(functools.partial(step, self.model),
-                                                 fullgraph=True, dynamic=False, options=options)
-        return self._steps[threads]
+    def _compiled(self, rows: int, group: int) -> Callable:
+        """The compiled step for ``rows`` rows of ``group`` per sentence at the current thread
+        count (generated loops are split among a fixed number of threads), compiled or loaded
+        from disk the first time, with this model's weights bound."""
+        key = (rows, group, torch.get_num_threads())
+        if key not in self._steps:
+            path = _package_path(self.model, *key)
+            if not path.exists():
+                _compile_package(self.model, rows, group, path)
+            step = torch._inductor.aoti_load_package(str(path))
+            weights = _weights(_Step(self.model, group))
+            step.load_constants({name: weights[name] for name in step.get_constant_fqns()},
+                                check_full_update=True, user_managed=True)
+            # the loader's own entry point: a flat list of tensors in, one out (the package's
+            # __call__ would parse its argument structure anew at every step)
+            self._steps[key] = step.loader.run
+        return self._steps[key]
 
     def _give_up(self, reason: str) -> None:
         """Decode eagerly from now on, and say why once."""
@@ -149,19 +221,13 @@ class CompiledSteps(nn.Module):
         """tgt (rows, t) -> log-probabilities (rows, t, V); the cache advances by t."""
         if self._compilable(tgt, cache):
             layers = cache.layers
-            args = (tgt, torch.tensor(cache.length), [c.self_k for c in layers],
-                    [c.self_v for c in layers], [c.cross_k for c in layers],
-                    [c.cross_v for c in layers], cache.src_mask, cache.group)
-            for layer in layers:  # lengths vary by sentence: one compiled step for all
-                torch._dynamo.maybe_mark_dynamic(layer.self_k, 2)
-                torch._dynamo.maybe_mark_dynamic(layer.self_v, 2)
-                torch._dynamo.maybe_mark_dynamic(layer.cross_k, 2)
-                torch._dynamo.maybe_mark_dynamic(layer.cross_v, 2)
-            torch._dynamo.maybe_mark_dynamic(cache.src_mask, 3)
             try:
-                out = self._compiled()(*args)
+                step = self._compiled(tgt.size(0), cache.group)
+                out, = step([tgt, torch.tensor(cache.length), *(c.self_k for c in layers),
+                             *(c.self_v for c in layers), *(c.cross_k for c in layers),
+                             *(c.cross_v for c in layers), cache.src_mask])
             except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
-                self._give_up(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}")
+                self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
             else:
                 cache.length += 1
                 self.compiled_steps += 1
@@ -182,3 +248,9 @@ class CompiledSteps(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced log-probabilities (B, T, V), as ``Ensemble`` returns them."""
         return self.model(src, tgt_in).float().log_softmax(-1)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message, at most 200 characters."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else "")[:200]

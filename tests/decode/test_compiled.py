@@ -10,6 +10,7 @@ import torch._inductor.config as inductor
 
 from aiayn import ModelConfig, Transformer
 from aiayn import checkpoint as ckpt
+from aiayn import compiled as compiled_module
 from aiayn.compiled import CompiledSteps
 from aiayn.cpu import for_inference
 from aiayn.decode.search import beam_search, greedy_search
@@ -69,7 +70,37 @@ def test_a_sentence_decodes_the_same_compiled_alone_and_eager_in_a_batch(toy_mod
     assert alone.model.failed is None
 
 
-def test_without_a_compiler_decoding_warns_once_and_runs_eagerly():
+def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weights(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    cfg = ModelConfig.preset("tiny", vocab_size=30)
+    torch.manual_seed(1)
+    first = for_inference(Transformer(cfg))
+    torch.manual_seed(2)
+    second = for_inference(Transformer(cfg))
+    src = random_tokens(1, 8, vocab=30)
+    step = CompiledSteps(first, warn=pytest.fail)
+    greedy_search(step, src)
+    assert len(list((tmp_path / "aiayn-steps").glob("*.pt2"))) == 1
+    compiles = []
+    monkeypatch.setattr(compiled_module, "_compile_package",
+                        lambda *args: compiles.append(args) or pytest.fail("compiled again"))
+    again = CompiledSteps(second, warn=pytest.fail)
+    with torch.inference_mode():
+        memory, src_mask, _ = second.encode(src)
+        eager_cache = second.init_cache(memory, src_mask, 10)
+        compiled_cache = again.init_cache(memory, src_mask, 10)
+        tokens = torch.tensor([[cfg.bos_id]])
+        for _ in range(6):  # the second model's weights, read from the package on disk
+            want = second.decode_step(tokens, eager_cache).log_softmax(-1)
+            got = again.decode_step(tokens, compiled_cache)
+            assert (got - want).abs().max() <= 1e-5
+            tokens = want[:, -1].argmax(-1, keepdim=True)
+    assert again.compiled_steps == 6 and not compiles
+
+
+def test_without_a_compiler_decoding_warns_once_and_runs_eagerly(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # nothing compiled before
     model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
     warnings = []
     compiled = CompiledSteps(model, warn=warnings.append)
@@ -107,7 +138,7 @@ def test_translate_compile_flag_gives_the_same_output(toy_model, tmp_path, capsy
 
 
 def test_without_torch_compile_the_model_warns_at_once_and_decodes_eagerly(monkeypatch):
-    monkeypatch.setattr(torch._dynamo, "is_dynamo_supported", lambda: False)
+    monkeypatch.setattr(torch._dynamo, "is_dynamo_supported", lambda: False)  # no export
     model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
     warnings = []
     compiled = CompiledSteps(model, warn=warnings.append)
