@@ -12,9 +12,12 @@ each one's median.
 - training: ``aiayn.train.trainer.train_step`` on the same token batches of the embedded demo
   corpus (prepared once, at most ``--max-tokens`` padded tokens per batch), fp32 and bf16;
   target tokens per second over the timed steps after warm-up.
+- evaluation (``--evaluate CHECKPOINT SRC REF``): the wall time of the whole ``aiayn evaluate``
+  command on real data (beam 4), float32 and ``--int8``, with the BLEU and chrF each printed.
 
     .venv/bin/python benchmarks/compare_checkouts.py --baseline /tmp/base [--rounds 3]
         [--skip-decode] [--skip-train] [--precisions fp32 bf16]
+        [--evaluate runs/q-bible/run runs/q-bible/dev.en runs/q-bible/dev.es]
 """
 
 from __future__ import annotations
@@ -92,6 +95,35 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
     print(tokens / seconds)
 
 
+def evaluate_run(checkout: Path, files: list[str], flags: list[str]) -> tuple[float, str]:
+    """Wall seconds of ``aiayn evaluate`` from ``checkout``, and its BLEU / chrF."""
+    checkpoint, src, ref = files
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "aiayn", "evaluate", "--checkpoint", checkpoint,
+                          "--src", src, "--ref", ref, *flags], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    seconds = time.perf_counter() - start
+    scores = dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+    return seconds, " / ".join(scores[k].split()[0] for k in ("BLEU", "chrF"))
+
+
+def evaluate_table(files: list[str], checkouts: dict[str, Path], rounds: int) -> None:
+    print("\n| mode | baseline s | working tree s | working tree / baseline | BLEU / chrF "
+          "baseline | working tree |\n|---|---:|---:|---:|---:|---:|")
+    for label, flags in (("float32", []), ("--int8", ["--int8"])):
+        runs: dict[str, list[float]] = {name: [] for name in checkouts}
+        scores: dict[str, str] = {}
+        for _ in range(rounds):
+            for name, path in checkouts.items():  # alternate, round after round
+                seconds, scores[name] = evaluate_run(path, files, flags)
+                runs[name].append(seconds)
+                print(f"{name} {label} wall {seconds:.2f} s", file=sys.stderr, flush=True)
+        base, new = (statistics.median(runs[n]) for n in checkouts)
+        print(f"| {label} | {base:.1f} | {new:.1f} | {new / base:.2f} | "
+              + " | ".join(scores[n] for n in checkouts) + " |", flush=True)
+
+
 def prepare_demo(out: Path) -> Path:
     from aiayn.data.prepare import TextPair, prepare
     demo = HERE / "src" / "aiayn" / "data" / "demo"
@@ -123,6 +155,8 @@ def main() -> None:
     parser.add_argument("--skip-train", action="store_true")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
                         help="the training rows' precisions")
+    parser.add_argument("--evaluate", nargs=3, metavar=("CHECKPOINT", "SRC", "REF"),
+                        help="also time `aiayn evaluate` of this checkpoint on SRC against REF")
     parser.add_argument("--train-worker", help=argparse.SUPPRESS)
     parser.add_argument("--size", help=argparse.SUPPRESS)
     parser.add_argument("--precision", help=argparse.SUPPRESS)
@@ -151,6 +185,8 @@ def main() -> None:
             table(rows, lambda path, r: train_rate(path, data, r[0], r[1],
                                                          args.max_tokens),
                   checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}")
+    if args.evaluate:
+        evaluate_table(args.evaluate, checkouts, args.rounds)
 
 
 if __name__ == "__main__":

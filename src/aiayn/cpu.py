@@ -224,9 +224,9 @@ def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
     than ``torch.topk``'s.
     """
     rows, v = x.shape
-    if k == 1:  # a plain maximum (the first of equal maxima)
-        values, indices = x.max(-1, keepdim=True)
-        return values, indices
+    if k == 1 and rows <= 4:  # a plain maximum, the first of equal ones: its one scalar pass
+        values, indices = x.max(-1, keepdim=True)  # beats the blocks' several operations at a
+        return values, indices  # few rows (7 against 22 us at 1 x 8,000; 158 against 75 at 32)
     n_blocks = v // block
     if n_blocks < 4 * k or not x.is_cpu:
         return x.topk(k, dim=-1)
