@@ -70,9 +70,16 @@ def test_a_sentence_decodes_the_same_compiled_alone_and_eager_in_a_batch(toy_mod
     assert alone.model.failed is None
 
 
+def _packages_in(directory, monkeypatch):
+    """Keep compiled steps in ``directory`` (Inductor's own caches stay shared)."""
+    where = compiled_module._package_path
+    monkeypatch.setattr(compiled_module, "_package_path",
+                        lambda *args: directory / where(*args).name)
+
+
 def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weights(
         tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    _packages_in(tmp_path, monkeypatch)
     cfg = ModelConfig.preset("tiny", vocab_size=30)
     torch.manual_seed(1)
     first = for_inference(Transformer(cfg))
@@ -81,7 +88,7 @@ def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weigh
     src = random_tokens(1, 8, vocab=30)
     step = CompiledSteps(first, warn=pytest.fail)
     greedy_search(step, src)
-    assert len(list((tmp_path / "aiayn-steps").glob("*.pt2"))) == 1
+    assert len(list(tmp_path.glob("*.pt2"))) == 1
     compiles = []
     monkeypatch.setattr(compiled_module, "_compile_package",
                         lambda *args: compiles.append(args) or pytest.fail("compiled again"))
@@ -100,7 +107,7 @@ def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weigh
 
 
 def test_without_a_compiler_decoding_warns_once_and_runs_eagerly(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # nothing compiled before
+    _packages_in(tmp_path, monkeypatch)  # nothing compiled before
     model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
     warnings = []
     compiled = CompiledSteps(model, warn=warnings.append)
