@@ -186,6 +186,7 @@ class CompiledSteps(nn.Module):
             self._give_up("ahead-of-time compilation is not available for this platform")
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
         self._steps: dict[tuple[int, int, int], Callable] = {}  # by rows, group, threads
+        self._bound: dict[tuple[int, int, int], dict[str, Tensor]] = {}
 
     def _compiled(self, rows: int, group: int) -> Callable:
         """The compiled step for ``rows`` rows of ``group`` per sentence at the current thread
@@ -198,8 +199,11 @@ class CompiledSteps(nn.Module):
                 _compile_package(self.model, rows, group, path)
             step = torch._inductor.aoti_load_package(str(path))
             weights = _weights(_Step(self.model, group))
-            step.load_constants({name: weights[name] for name in step.get_constant_fqns()},
-                                check_full_update=True, user_managed=True)
+            bound = {name: weights[name] for name in step.get_constant_fqns()}
+            # the library reads these tensors where they are, so they are kept alive here
+            # (the model's weights may be updated in place, not replaced)
+            self._bound[key] = bound
+            step.load_constants(bound, check_full_update=True, user_managed=True)
             # the loader's own entry point: a flat list of tensors in, one out (the package's
             # __call__ would parse its argument structure anew at every step)
             self._steps[key] = step.loader.run
