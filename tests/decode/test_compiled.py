@@ -78,32 +78,30 @@ def _packages_in(directory, monkeypatch):
 
 
 def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weights(
-        tmp_path, monkeypatch):
-    _packages_in(tmp_path, monkeypatch)
-    cfg = ModelConfig.preset("tiny", vocab_size=30)
+        monkeypatch):
+    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre")  # the first test's shape
     torch.manual_seed(1)
     first = for_inference(Transformer(cfg))
     torch.manual_seed(2)
     second = for_inference(Transformer(cfg))
-    src = random_tokens(1, 8, vocab=30)
+    src = random_tokens(1, 8, vocab=50)
     step = CompiledSteps(first, warn=pytest.fail)
-    greedy_search(step, src)
-    assert len(list(tmp_path.glob("*.pt2"))) == 1
-    compiles = []
+    greedy_search(step, src)  # compiled here, or loaded if an earlier test compiled the shape
+    assert step.compiled_steps > 0
     monkeypatch.setattr(compiled_module, "_compile_package",
-                        lambda *args: compiles.append(args) or pytest.fail("compiled again"))
+                        lambda *args: pytest.fail("compiled again"))
     again = CompiledSteps(second, warn=pytest.fail)
     with torch.inference_mode():
         memory, src_mask, _ = second.encode(src)
         eager_cache = second.init_cache(memory, src_mask, 10)
         compiled_cache = again.init_cache(memory, src_mask, 10)
         tokens = torch.tensor([[cfg.bos_id]])
-        for _ in range(6):  # the second model's weights, read from the package on disk
+        for _ in range(6):  # the second model's weights, through the library on disk
             want = second.decode_step(tokens, eager_cache).log_softmax(-1)
             got = again.decode_step(tokens, compiled_cache)
             assert (got - want).abs().max() <= 1e-5
             tokens = want[:, -1].argmax(-1, keepdim=True)
-    assert again.compiled_steps == 6 and not compiles
+    assert again.compiled_steps == 6
 
 
 def test_without_a_compiler_decoding_warns_once_and_runs_eagerly(tmp_path, monkeypatch):
