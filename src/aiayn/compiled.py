@@ -12,12 +12,13 @@ step's keys and values written into the preallocated cache and attention over al
 positions with the unwritten ones masked. Its results equal the eager step's to float32
 rounding (tested within 1e-5).
 
-- Steps of more rows than ``max_rows`` (batches, the beams of several sentences) run eagerly:
-  there oneDNN's products win and per-operation dispatch is a small share of the step.
+- Steps of more than one row (batches, a sentence's beams) run eagerly: there oneDNN's
+  products win and per-operation dispatch is a small share of the step (at the 4 rows of one
+  sentence's beams a compiled step was no faster).
 - The compiled step holds no weights: it reads the model's own tensors, bound at load. So one
   compilation serves every model of the same shape; it is kept on disk (in Inductor's cache
-  directory, ``TORCHINDUCTOR_CACHE_DIR``), keyed by the shape, the rows, the thread count, this
-  PyTorch and the code of the step, and a later process loads it in milliseconds. Source and
+  directory, ``TORCHINDUCTOR_CACHE_DIR``), keyed by the shape, the thread count, this PyTorch
+  and the code of the step, and a later process loads it in milliseconds. Source and
   cache lengths are symbolic.
 - Where compilation is not available (no C++ compiler, a PyTorch without Inductor for this
   platform), the first step warns once and every step runs eagerly: same results, slower.
@@ -43,7 +44,6 @@ from torch import Tensor, nn
 from .cpu import CpuLinear
 from .model import DecoderCache, Transformer
 
-COMPILED_MAX_ROWS = 1  # the rows a step may have to run compiled (measured: docs/benchmarks.md)
 # Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
 # the strides they were compiled for (the cache's own contiguous buffers), so the generated
 # wrapper's ~100 stride checks a call are left out; and every result of more than two
@@ -77,14 +77,14 @@ def _merge(y: Tensor) -> Tensor:
 
 def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: list[Tensor],
                  self_v: list[Tensor], cross_k: list[Tensor], cross_v: list[Tensor],
-                 src_mask: Tensor, group: int) -> Tensor:
+                 src_mask: Tensor) -> Tensor:
     """One decoding step over the cache's buffers: tokens (B, 1), position () int64, per layer
-    self_k / self_v (B, H, L, Dh) written at ``position``, cross_k / cross_v (B / group, H, S,
-    Dh), src_mask (B / group, 1, 1, S) -> log-probabilities (B, V). The same computation as
+    self_k / self_v (B, H, L, Dh) written at ``position``, cross_k / cross_v (B, H, S, Dh),
+    src_mask (B, 1, 1, S) -> log-probabilities (B, V) (B = 1: one row, one sentence, whose
+    cross-attention block is its own). The same computation as
     ``Transformer.decode_step`` in inference, the positions after ``position`` masked."""
     embed, at = model.tgt_embed, position.view(1)
     x = embed.token(tokens) * embed.scale + embed.positions.table.index_select(0, at)
-    b = x.size(0)
     visible = torch.arange(self_k[0].size(2), device=x.device) <= position  # (L,)
     for i, layer in enumerate(model.decoder.layers):
         attn = layer.self_attn
@@ -96,11 +96,10 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
         values = self_v[i].masked_fill(~visible[:, None], 0.0)
         y = attn.out_proj(_merge(_attend(q, self_k[i], values, visible)))
         x = layer.self_block.leave(x, y)
-        attn = layer.cross_attn  # a sentence's rows (its beams) as one block of queries
-        query = layer.cross_block.enter(x).reshape(b // group, group, -1)
-        q = attn._heads(attn.q_proj(query), 1)[0]  # (B / group, H, group, Dh)
+        attn = layer.cross_attn
+        q = attn._heads(attn.q_proj(layer.cross_block.enter(x)), 1)[0]  # (B, H, 1, Dh)
         y = attn.out_proj(_merge(_attend(q, cross_k[i], cross_v[i], src_mask)))
-        x = layer.cross_block.leave(x, y.reshape(b, 1, -1))
+        x = layer.cross_block.leave(x, y)
         x = layer.ffn_block.leave(x, layer.ffn(layer.ffn_block.enter(x)))
     if model.decoder.final_norm is not None:
         x = model.decoder.final_norm(x)
@@ -110,15 +109,15 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
 class _Step(nn.Module):
     """``decoder_step`` as a module for ``torch.export``: the model's weights are its own."""
 
-    def __init__(self, model: Transformer, group: int) -> None:
+    def __init__(self, model: Transformer) -> None:
         super().__init__()
-        self.model, self.group = model, group
+        self.model = model
 
     def forward(self, tokens: Tensor, position: Tensor, self_k: list[Tensor],
                 self_v: list[Tensor], cross_k: list[Tensor], cross_v: list[Tensor],
                 src_mask: Tensor) -> Tensor:
         return decoder_step(self.model, tokens, position, self_k, self_v, cross_k, cross_v,
-                            src_mask, self.group)
+                            src_mask)
 
 
 def _weights(step: nn.Module) -> dict[str, Tensor]:
@@ -127,12 +126,12 @@ def _weights(step: nn.Module) -> dict[str, Tensor]:
             **dict(step.named_buffers(remove_duplicate=False))}
 
 
-def _package_path(model: Transformer, rows: int, group: int, threads: int) -> Path:
+def _package_path(model: Transformer, threads: int) -> Path:
     """Where the compiled step of this shape is kept: named by everything it depends on."""
     from torch._inductor.runtime.cache_dir_utils import cache_dir
     here = Path(__file__).resolve().parent
     key = hashlib.sha256()
-    for part in (repr(model.cfg), rows, group, threads, torch.__version__, platform.machine(),
+    for part in (repr(model.cfg), threads, torch.__version__, platform.machine(),
                  torch.backends.cpu.get_cpu_capability(), sorted(INDUCTOR_OPTIONS.items()),
                  sorted((n, tuple(t.shape), str(t.dtype)) for n, t in _weights(model).items())):
         key.update(repr(part).encode())
@@ -141,24 +140,23 @@ def _package_path(model: Transformer, rows: int, group: int, threads: int) -> Pa
     return Path(cache_dir()) / "aiayn-steps" / f"step-{key.hexdigest()[:24]}.pt2"
 
 
-def _compile_package(model: Transformer, rows: int, group: int, path: Path) -> None:
-    """Export the step of ``rows`` rows (``group`` per sentence) with symbolic source and cache
-    lengths, compile it without its weights and write the package to ``path``."""
+def _compile_package(model: Transformer, path: Path) -> None:
+    """Export the step of one row with symbolic source and cache lengths, compile it without
+    its weights and write the package to ``path``."""
     from torch.export import Dim
     cfg = model.cfg
     layers, heads, dh = cfg.n_decoder_layers, cfg.n_heads, cfg.head_dim
     with torch.inference_mode(False), torch.no_grad():  # export traces plain tensors
-        def zeros(length: int, n: int = rows) -> list[Tensor]:
-            return [torch.zeros(n, heads, length, dh) for _ in range(layers)]
+        def zeros(length: int) -> list[Tensor]:
+            return [torch.zeros(1, heads, length, dh) for _ in range(layers)]
         source, capacity = 7, 9  # example lengths, symbolic in the compiled step
-        example = (torch.full((rows, 1), cfg.start_id, dtype=torch.long), torch.tensor(0),
-                   zeros(capacity), zeros(capacity), zeros(source, rows // group),
-                   zeros(source, rows // group),
-                   torch.ones(rows // group, 1, 1, source, dtype=torch.bool))
+        example = (torch.full((1, 1), cfg.start_id, dtype=torch.long), torch.tensor(0),
+                   zeros(capacity), zeros(capacity), zeros(source), zeros(source),
+                   torch.ones(1, 1, 1, source, dtype=torch.bool))
         length, src_len = Dim("cache", min=1, max=cfg.max_len), Dim("source", min=1)
         dynamic = ({}, {}, [{2: length}] * layers, [{2: length}] * layers,
                    [{2: src_len}] * layers, [{2: src_len}] * layers, {3: src_len})
-        program = torch.export.export(_Step(model, group), example, dynamic_shapes=dynamic)
+        program = torch.export.export(_Step(model), example, dynamic_shapes=dynamic)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
         built = torch._inductor.aoti_compile_and_package(
@@ -168,37 +166,37 @@ def _compile_package(model: Transformer, rows: int, group: int, path: Path) -> N
 
 
 class CompiledSteps(nn.Module):
-    """An inference ``Transformer`` whose steps of at most ``max_rows`` rows run compiled; a
-    ``Seq2Seq`` for the searches whose steps return log-probabilities.
+    """An inference ``Transformer`` whose steps of one row run compiled; a ``Seq2Seq`` for
+    the searches whose steps return log-probabilities.
 
     ``warn`` receives the one-line reason when compilation fails (default: standard error).
     """
 
     returns_log_probs = True
 
-    def __init__(self, model: Transformer, *, max_rows: int = COMPILED_MAX_ROWS,
+    def __init__(self, model: Transformer, *,
                  warn: Callable[[str], None] | None = None) -> None:
         super().__init__()
-        self.model, self.cfg, self.max_rows = model, model.cfg, max_rows
+        self.model, self.cfg = model, model.cfg
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
         self.failed: str | None = None
         if not compile_available():
             self._give_up("ahead-of-time compilation is not available for this platform")
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
-        self._steps: dict[tuple[int, int, int], Callable] = {}  # by rows, group, threads
-        self._bound: dict[tuple[int, int, int], dict[str, Tensor]] = {}
+        self._steps: dict[int, Callable] = {}  # by thread count
+        self._bound: dict[int, dict[str, Tensor]] = {}
 
-    def _compiled(self, rows: int, group: int) -> Callable:
-        """The compiled step for ``rows`` rows of ``group`` per sentence at the current thread
-        count (generated loops are split among a fixed number of threads), compiled or loaded
-        from disk the first time, with this model's weights bound."""
-        key = (rows, group, torch.get_num_threads())
+    def _compiled(self) -> Callable:
+        """The compiled step at the current thread count (generated loops are split among a
+        fixed number of threads), compiled or loaded from disk the first time, with this
+        model's weights bound."""
+        key = torch.get_num_threads()
         if key not in self._steps:
-            path = _package_path(self.model, *key)
+            path = _package_path(self.model, key)
             if not path.exists():
-                _compile_package(self.model, rows, group, path)
+                _compile_package(self.model, path)
             step = torch._inductor.aoti_load_package(str(path))
-            weights = _weights(_Step(self.model, group))
+            weights = _weights(_Step(self.model))
             bound = {name: weights[name] for name in step.get_constant_fqns()}
             # the library reads these tensors where they are, so they are kept alive here
             # (the model's weights may be updated in place, not replaced)
@@ -226,7 +224,7 @@ class CompiledSteps(nn.Module):
         if self._compilable(tgt, cache):
             layers = cache.layers
             try:
-                step = self._compiled(tgt.size(0), cache.group)
+                step = self._compiled()
                 out, = step([tgt, torch.tensor(cache.length), *(c.self_k for c in layers),
                              *(c.self_v for c in layers), *(c.cross_k for c in layers),
                              *(c.cross_v for c in layers), cache.src_mask])
@@ -239,9 +237,9 @@ class CompiledSteps(nn.Module):
         return self.model.decode_step(tgt, cache).float().log_softmax(-1)
 
     def _compilable(self, tgt: Tensor, cache: DecoderCache) -> bool:
-        """One new position of at most ``max_rows`` rows, float32 on the CPU, in inference, of
-        a model with ``CpuLinear`` layers (not int8); and compilation has not failed."""
-        if (self.failed is not None or tgt.size(1) != 1 or tgt.size(0) > self.max_rows
+        """One new position of one row, float32 on the CPU, in inference, of a model with
+        ``CpuLinear`` layers (not int8); and compilation has not failed."""
+        if (self.failed is not None or tgt.shape != (1, 1) or cache.group != 1
                 or torch.is_grad_enabled() or not tgt.is_cpu or cache.length >= cache.capacity
                 or cache.src_mask is None):
             return False
