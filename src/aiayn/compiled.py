@@ -24,7 +24,8 @@ rounding (tested within 1e-5).
   platform), the first step warns once and every step runs eagerly: same results, slower.
 
 Why it pays at one sentence and not beyond, and why compiled ahead of time rather than through
-``torch.compile``: docs/benchmarks.md ("A compiled step").
+``torch.compile``: docs/benchmarks.md ("The compiled one-sentence step", "The step compiled
+ahead of time") and docs/design.md.
 """
 
 from __future__ import annotations

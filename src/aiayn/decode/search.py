@@ -71,14 +71,12 @@ def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> 
 
 
 def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: Tensor,
-                    min_len: int, rules: str = "aiayn", prefix: Tensor | None = None,
-                    shortest: int = 0) -> Tensor:
+                    min_len: int, rules: str = "aiayn", prefix: Tensor | None = None) -> Tensor:
     """Next-token log-probabilities (rows, V), normalised over the whole vocabulary, with the
     rules every search follows applied (-inf): never PAD or BOS, no EOS before ``min_len``
     tokens, only EOS at a row's length limit (with its own log-probability; with the "hf"
     rules 0, as Hugging Face's forced EOS), and only the prefix's token where a row's target
-    prefix (``prefix`` (rows, P), padded with -1) has not ended. ``shortest``: a length limit
-    no row is below (a Python int), so that the steps before it skip the check."""
+    prefix (``prefix`` (rows, P), padded with -1) has not ended."""
     cfg = model.cfg
     out = model.decode_step(tokens, cache)[:, -1].float()  # (rows, V)
     lprobs = out if getattr(model, "returns_log_probs", False) else out.log_softmax(-1)
@@ -87,8 +85,8 @@ def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: 
         lprobs[:, cfg.bos_id] = float("-inf")
     if step < min_len:
         lprobs[:, cfg.eos_id] = float("-inf")
-    at_limit = step + 1 >= max_lens if step + 1 >= shortest else None  # (rows,)
-    if at_limit is not None and at_limit.any():
+    at_limit = step + 1 >= max_lens  # (rows,)
+    if at_limit.any():
         eos = lprobs[:, cfg.eos_id].clone()
         lprobs[at_limit] = float("-inf")
         # a model that rules EOS out entirely (-inf) still has to stop: log-probability 0
@@ -127,10 +125,9 @@ def _token_by_token(model: Seq2Seq, src: Tensor, choose, *, max_len_a: float,
     tokens = torch.full((n, 1), cfg.start_id, dtype=torch.long, device=src.device)
     out: list[list[int]] = [[] for _ in range(n)]
     scores = [0.0] * n
-    step, shortest = 0, int(max_lens.min())
+    step = 0
     while len(rows):
-        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules, prefix,
-                                 shortest)
+        lprobs = _next_log_probs(model, tokens, cache, step, max_lens, min_len, rules, prefix)
         chosen = choose(lprobs, rows)  # (rows,)
         picked = lprobs.gather(1, chosen[:, None])[:, 0]
         done = (chosen == cfg.eos_id).tolist()
@@ -145,7 +142,6 @@ def _token_by_token(model: Seq2Seq, src: Tensor, choose, *, max_len_a: float,
             rows, max_lens, chosen = rows[keep.cpu()], max_lens[keep], chosen[keep]
             prefix = prefix[keep] if prefix is not None else None
             cache.reorder(keep)
-            shortest = int(max_lens.min()) if len(rows) else shortest
         tokens = chosen[:, None]
         step += 1
     return [Hypothesis(t, s) for t, s in zip(out, scores)]
