@@ -12,6 +12,11 @@ step's keys and values written into the preallocated cache and attention over al
 positions with the unwritten ones masked. Its results equal the eager step's to float32
 rounding (tested within 1e-5).
 
+- Greedy search of one sentence runs almost wholly in the compiled code: the step also makes
+  the search's choice under its rules (``greedy_choice``) and writes the token where the next
+  step reads it, so the search's loop only calls the library and reads the token back
+  (``greedy_sentence``). Other searches read the step's log-probabilities.
+
 - Steps of more than one row (batches, a sentence's beams) run eagerly: there oneDNN's
   products win and per-operation dispatch is a small share of the step (at the 4 rows of one
   sentence's beams a compiled step was no faster).
@@ -42,6 +47,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from .config import ModelConfig
 from .cpu import CpuLinear
 from .model import DecoderCache, Transformer
 
@@ -107,18 +113,49 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
     return model.output_proj(x[:, 0]).float().log_softmax(-1)
 
 
+def greedy_choice(lprobs: Tensor, position: Tensor, limits: Tensor, cfg: ModelConfig
+                  ) -> tuple[Tensor, Tensor]:
+    """Greedy search's next token for one row under the search's rules (``aiayn.decode.search``,
+    its own "aiayn" rules): never PAD or BOS, no EOS before ``min_len`` tokens, only EOS at the
+    length limit (with its own log-probability, 0 where it is ruled out); then the most
+    probable token, the first of equal ones. lprobs (1, V), position () the step, limits (2,):
+    min_len and the length limit -> token (1,), its log-probability (1,)."""
+    vocab = torch.arange(lprobs.size(-1), device=lprobs.device)
+    is_eos = vocab == cfg.eos_id
+    banned = (vocab == cfg.pad_id) | (is_eos & (position < limits[0]))
+    if cfg.bos_id is not None:
+        banned = banned | (vocab == cfg.bos_id)
+    at_limit = position + 1 >= limits[1]
+    masked = lprobs.masked_fill(banned | (at_limit & ~is_eos), float("-inf"))
+    masked = torch.where(at_limit & is_eos & torch.isinf(masked), 0.0, masked)
+    lp, token = masked.max(-1)
+    return token, lp
+
+
 class _Step(nn.Module):
-    """``decoder_step`` as a module for ``torch.export``: the model's weights are its own."""
+    """``decoder_step`` as a module for ``torch.export`` (the model's weights are its own), with
+    greedy search's choice made in the same compiled code: the step's token is written into
+    ``tokens`` (the next step's input), into ``chosen`` and its log-probability into
+    ``chosen_lp`` at ``position``, and ``position`` advances. So a whole greedy decoding of one
+    sentence calls the same compiled function with the same tensors step after step
+    (``CompiledSteps.greedy_sentence``); other searches read the returned log-probabilities."""
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, tokens: Tensor, position: Tensor, self_k: list[Tensor],
+    def forward(self, tokens: Tensor, position: Tensor, limits: Tensor, self_k: list[Tensor],
                 self_v: list[Tensor], cross_k: list[Tensor], cross_v: list[Tensor],
-                src_mask: Tensor) -> Tensor:
-        return decoder_step(self.model, tokens, position, self_k, self_v, cross_k, cross_v,
-                            src_mask)
+                src_mask: Tensor, chosen: Tensor, chosen_lp: Tensor) -> Tensor:
+        lprobs = decoder_step(self.model, tokens, position, self_k, self_v, cross_k, cross_v,
+                              src_mask)
+        token, lp = greedy_choice(lprobs, position, limits, self.model.cfg)
+        at = position.view(1)
+        chosen.index_copy_(0, at, token)
+        chosen_lp.index_copy_(0, at, lp)
+        tokens.copy_(token.view(1, 1))
+        position.add_(1)
+        return lprobs
 
 
 def _weights(step: nn.Module) -> dict[str, Tensor]:
@@ -152,11 +189,13 @@ def _compile_package(model: Transformer, path: Path) -> None:
             return [torch.zeros(1, heads, length, dh) for _ in range(layers)]
         source, capacity = 7, 9  # example lengths, symbolic in the compiled step
         example = (torch.full((1, 1), cfg.start_id, dtype=torch.long), torch.tensor(0),
-                   zeros(capacity), zeros(capacity), zeros(source), zeros(source),
-                   torch.ones(1, 1, 1, source, dtype=torch.bool))
+                   torch.tensor([0, capacity]), zeros(capacity), zeros(capacity), zeros(source),
+                   zeros(source), torch.ones(1, 1, 1, source, dtype=torch.bool),
+                   torch.zeros(capacity, dtype=torch.long), torch.zeros(capacity))
         length, src_len = Dim("cache", min=1, max=cfg.max_len), Dim("source", min=1)
-        dynamic = ({}, {}, [{2: length}] * layers, [{2: length}] * layers,
-                   [{2: src_len}] * layers, [{2: src_len}] * layers, {3: src_len})
+        dynamic = ({}, {}, {}, [{2: length}] * layers, [{2: length}] * layers,
+                   [{2: src_len}] * layers, [{2: src_len}] * layers, {3: src_len},
+                   {0: length}, {0: length})
         program = torch.export.export(_Step(model), example, dynamic_shapes=dynamic)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
@@ -223,12 +262,11 @@ class CompiledSteps(nn.Module):
     def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
         """tgt (rows, t) -> log-probabilities (rows, t, V); the cache advances by t."""
         if self._compilable(tgt, cache):
-            layers = cache.layers
+            capacity = cache.capacity
             try:
-                step = self._compiled()
-                out, = step([tgt, torch.tensor(cache.length), *(c.self_k for c in layers),
-                             *(c.self_v for c in layers), *(c.cross_k for c in layers),
-                             *(c.cross_v for c in layers), cache.src_mask])
+                out, = self._compiled()(self._arguments(
+                    tgt.clone(), torch.tensor(cache.length), torch.tensor([0, capacity]), cache,
+                    torch.empty(capacity, dtype=torch.long), torch.empty(capacity)))
             except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
                 self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
             else:
@@ -236,6 +274,46 @@ class CompiledSteps(nn.Module):
                 self.compiled_steps += 1
                 return out[:, None]
         return self.model.decode_step(tgt, cache).float().log_softmax(-1)
+
+    def greedy_sentence(self, src: Tensor, *, max_len: int, min_len: int
+                        ) -> tuple[list[int], float] | None:
+        """Greedy search of one sentence, src (1, S), every step compiled with its choice
+        (``greedy_choice``): the same tokens and score as ``greedy_search`` with the "aiayn"
+        rules and at most ``max_len`` tokens, EOS included. The loop only calls the compiled
+        function and reads back the token, the search's bookkeeping runs in it. None where
+        the step cannot run compiled (the search then decodes as usual)."""
+        memory, src_mask, _ = self.encode(src)
+        cache = self.init_cache(memory, src_mask, max_len)
+        tokens = torch.full((1, 1), self.cfg.start_id, dtype=torch.long, device=src.device)
+        if not self._compilable(tokens, cache):
+            return None
+        chosen, chosen_lp = torch.empty(max_len, dtype=torch.long), torch.empty(max_len)
+        arguments = self._arguments(tokens, torch.tensor(0), torch.tensor([min_len, max_len]),
+                                    cache, chosen, chosen_lp)
+        eos = self.cfg.eos_id
+        try:
+            step = self._compiled()
+            for length in range(1, max_len + 1):  # EOS at the limit at the latest
+                step(arguments)
+                if tokens.item() == eos:
+                    break
+        except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
+            self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
+            return None
+        self.compiled_steps += length
+        out = chosen[:length].tolist()
+        if out[-1] == eos:
+            out.pop()
+        return out, sum(chosen_lp[:length].tolist())  # summed in order, as the search does
+
+    @staticmethod
+    def _arguments(tokens: Tensor, position: Tensor, limits: Tensor, cache: DecoderCache,
+                   chosen: Tensor, chosen_lp: Tensor) -> list[Tensor]:
+        """The compiled step's flat argument list (``_Step.forward``'s, in order)."""
+        layers = cache.layers
+        return [tokens, position, limits, *(c.self_k for c in layers),
+                *(c.self_v for c in layers), *(c.cross_k for c in layers),
+                *(c.cross_v for c in layers), cache.src_mask, chosen, chosen_lp]
 
     def _compilable(self, tgt: Tensor, cache: DecoderCache) -> bool:
         """One new position of one row, float32 on the CPU, in inference, of a model with

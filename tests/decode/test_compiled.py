@@ -58,6 +58,25 @@ def test_compiled_beams_equal_eager_beams_on_100_sentences(toy_model):
     assert compiled.compiled_steps == 100  # then its 4 beams: eager
 
 
+
+def test_compiled_greedy_sentences_equal_eager_greedy_on_100_sentences(toy_model):
+    model = ckpt.load_model(toy_model)
+    eager = for_inference(model)
+    compiled = CompiledSteps(for_inference(model), warn=pytest.fail)
+    translator = Translator(eager, ckpt.load_tokenizer(toy_model))
+    sources = [translator.encode_source(s) for s, _ in toy_pairs(100, seed=5)]
+    limits = [{}, {"min_len": 6}, {"max_len_a": 0.0, "max_len_b": 3},  # EOS barred, forced
+              {"min_len": 5, "max_len_a": 0.0, "max_len_b": 4}]  # forced although barred
+    steps = 0
+    for i, ids in enumerate(sources):  # the whole search of each sentence in compiled code
+        src, options = torch.tensor([ids]), limits[i % len(limits)]
+        want = greedy_search(eager, src, **options)[0]
+        got = greedy_search(compiled, src, **options)[0]
+        assert got.tokens == want.tokens
+        assert got.score == pytest.approx(want.score, abs=1e-5)
+        steps += len(want.tokens) + 1  # and EOS
+    assert compiled.compiled_steps == steps
+
 def test_a_sentence_decodes_the_same_compiled_alone_and_eager_in_a_batch(toy_model):
     alone = Translator.load(toy_model, compile=True)
     batched = Translator.load(toy_model)

@@ -155,6 +155,13 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
 
     ``prefix`` (N, P), padded with -1: target tokens each output starts with (forced, their
     log-probabilities counted)."""
+    whole = getattr(model, "greedy_sentence", None)  # one sentence decoded in compiled code
+    if whole is not None and src.size(0) == 1 and prefix is None and rules == "aiayn":
+        cfg = model.cfg
+        limit = max_output_lengths(src, cfg.pad_id, max_len_a, max_len_b, cfg.max_len)
+        found = whole(src, max_len=int(limit[0]), min_len=min_len)
+        if found is not None:
+            return [Hypothesis(*found)]
     return _token_by_token(model, src, lambda lprobs, rows: top_k(lprobs, 1)[1][:, 0],
                            max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len,
                            rules=rules, prefix=prefix)
