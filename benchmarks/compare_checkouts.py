@@ -8,7 +8,8 @@ each one's median.
 
 - decoding: the aiayn rows of ``benchmarks/decode_speed.py`` (its ``--worker`` mode, run from
   each checkout's own copy of the script): random-weight ``small`` and ``base`` models, 30
-  tokens forced per sentence, float32 and ``--int8``; generated tokens per second.
+  tokens forced per sentence, float32 and ``--int8``, and ``--compile`` at one sentence;
+  generated tokens per second.
 - training: ``aiayn.train.trainer.train_step`` on the same token batches of the embedded demo
   corpus (prepared once, at most ``--max-tokens`` padded tokens per batch), fp32 and bf16;
   target tokens per second over the timed steps after warm-up.
@@ -16,7 +17,8 @@ each one's median.
   command on real data (beam 4), float32 and ``--int8``, with the BLEU and chrF each printed.
 
     .venv/bin/python benchmarks/compare_checkouts.py --baseline /tmp/base [--rounds 3]
-        [--skip-decode] [--skip-train] [--precisions fp32 bf16]
+        [--skip-decode] [--decode-rows 'small,1,1,aiayn --compile' ...] [--skip-train]
+        [--precisions fp32 bf16]
         [--evaluate runs/q-bible/run runs/q-bible/dev.en runs/q-bible/dev.es]
 """
 
@@ -35,7 +37,8 @@ HERE = Path(__file__).resolve().parents[1]
 DECODE_ROWS = [(size, batch, beam, label, system)
                for size in ("small", "base")
                for batch, beam, label in ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
-               for system in ("aiayn", "aiayn --int8")]
+               for system in ("aiayn", "aiayn --int8", "aiayn --compile")
+               if batch == 1 or system != "aiayn --compile"]  # compiled: one sentence only
 TRAIN_ROWS = [(size, precision) for size in ("small", "base") for precision in ("fp32", "bf16")]
 STEPS = {"small": (3, 10), "base": (2, 5)}  # (warm-up, timed) steps
 
@@ -153,6 +156,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4000)
     parser.add_argument("--skip-decode", action="store_true")
     parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--decode-rows", nargs="+", metavar="SIZE,BATCH,BEAM,SYSTEM",
+                        help="only these decoding rows, e.g. 'small,1,1,aiayn --compile'")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
                         help="the training rows' precisions")
     parser.add_argument("--evaluate", nargs=3, metavar=("CHECKPOINT", "SRC", "REF"),
@@ -174,7 +179,9 @@ def main() -> None:
     if not args.skip_decode:
         print("\n| size, batch, mode, system | baseline tok/s | working tree tok/s | ratio | "
               "range baseline / working tree |\n|---|---:|---:|---:|---|")
-        table(DECODE_ROWS, lambda path, r: decode_rate(path, r[0], r[1], r[2], r[4]),
+        rows = [r for r in DECODE_ROWS if args.decode_rows is None
+                or f"{r[0]},{r[1]},{r[2]},{r[4]}" in args.decode_rows]
+        table(rows, lambda path, r: decode_rate(path, r[0], r[1], r[2], r[4]),
               checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}, {r[3]}, {r[4]}")
     if not args.skip_train:
         with tempfile.TemporaryDirectory() as tmp:
