@@ -7,9 +7,10 @@
   sinusoidal positions), loss as the torch loop.
 
 All three take the same token batches (``aiayn prepare`` output, ``--max-tokens`` per batch),
-the same Adam and label smoothing 0.1, in one process (glibc's allocator set as ``aiayn train``
-sets it, for all three), alternating step by step. float32 and
-bf16 autocast. Each rate is also given as matrix-product GFLOP/s (the products of forward and
+the same Adam (fused for aiayn and Marian, as aiayn's trainer and Hugging Face's Trainer build
+it; PyTorch's default for the plain loop) and label smoothing 0.1, in one process (glibc's
+allocator set as ``aiayn train`` sets it, for all three), alternating step by step. float32
+and bf16 autocast. Each rate is also given as matrix-product GFLOP/s (the products of forward and
 backward counted from the padded shapes: ``matmul_flops``) and as a share of this CPU's
 ceiling, the rate of one large matrix product in that precision measured at the start (the
 faster of PyTorch's product and oneDNN's). Run by
@@ -138,7 +139,11 @@ def bench(corpus, size, precision, steps, max_tokens, systems):
         models["torch"] = TorchLoop(cfg).train()
     if "marian" in systems:
         models["marian"] = marian(cfg).train()
-    opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    # each system's Adam as its toolkit builds it: aiayn's trainer and Hugging Face's Trainer
+    # (its default for torch >= 2.8, adamw_torch_fused) the fused kernel, a plain loop the default
+    fused = {"aiayn": True, "torch": False, "marian": True}
+    opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                                fused=fused[k])
             for k, m in models.items()}
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     batches = token_batches(corpus.sizes, max_tokens, seed=1, epoch=0)[: steps + 3]

@@ -80,3 +80,28 @@ def test_a_run_resolves_to_its_best_last_or_a_given_step(toy_data, tmp_path):
     assert ckpt.resolve_checkpoint(steps[0]) == steps[0]  # a checkpoint is itself
     with pytest.raises(UserError, match="no checkpoint 'step_0009999'.*choose one of: best"):
         ckpt.resolve_checkpoint(run, 9999)
+
+
+@pytest.mark.parametrize("saved_fused, resumed_fused", [(False, True), (True, False)])
+def test_adam_moments_move_between_the_fused_and_the_default_adam(saved_fused, resumed_fused):
+    def model_and_adam(fused):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(8, 4)
+        return model, torch.optim.Adam(model.parameters(), lr=1e-2, fused=fused)
+
+    first, first_adam = model_and_adam(saved_fused)
+    for _ in range(3):
+        first(torch.randn(5, 8)).sum().backward()
+        first_adam.step()
+        first_adam.zero_grad()
+    tensors, meta = ckpt.optimizer_tensors(first_adam)
+    tensors = {k: v.clone() for k, v in tensors.items()}  # as read back from disk
+    second, second_adam = model_and_adam(resumed_fused)
+    second.load_state_dict(first.state_dict())
+    ckpt.load_optimizer(second_adam, tensors, meta)
+    assert second_adam.param_groups[0]["fused"] == saved_fused  # resumes as it was saved
+    x = torch.randn(5, 8)
+    for model, adam in ((first, first_adam), (second, second_adam)):
+        model(x).sum().backward()
+        adam.step()
+    assert torch.equal(first.weight, second.weight) and torch.equal(first.bias, second.bias)
