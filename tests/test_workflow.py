@@ -53,7 +53,8 @@ def test_score_equals_beam_search_s_own_score_and_ignores_batching(translator):
     small = translator.score_ids(sources, [h.tokens for h in hyps],
                                  DecodeOptions(batch_tokens=30))
     for a, b, c in zip(scores, one_by_one, small):
-        assert a.total == pytest.approx(b.total, abs=1e-5) == pytest.approx(c.total, abs=1e-5)
+        # batching changes the products' blocking: float32 rounding, a few 1e-6 of a total
+        assert a.total == pytest.approx(b.total, rel=1e-5) == pytest.approx(c.total, rel=1e-5)
     # a good translation scores higher than a shuffled one
     good = translator.score(SOURCES[:10], [t for _, t in PAIRS[:10]])
     bad = translator.score(SOURCES[:10], [t for _, t in PAIRS[10:20]])
