@@ -43,12 +43,17 @@ def test_compiled_steps_equal_eager_steps_within_1e_5():
     assert compiled.compiled_steps == 12
 
 
-def test_compiled_beams_equal_eager_beams_on_100_sentences(toy_model):
+def _eager_compiled_and_100_sources(toy_model, seed):
+    """The toy model for inference, eager and compiled, and 100 encoded source sentences."""
     model = ckpt.load_model(toy_model)
     eager = for_inference(model)
     compiled = CompiledSteps(for_inference(model), warn=pytest.fail)
     translator = Translator(eager, ckpt.load_tokenizer(toy_model))
-    sources = [translator.encode_source(s) for s, _ in toy_pairs(100, seed=3)]
+    return eager, compiled, [translator.encode_source(s) for s, _ in toy_pairs(100, seed=seed)]
+
+
+def test_compiled_beams_equal_eager_beams_on_100_sentences(toy_model):
+    eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=3)
     for ids in sources:  # one sentence at a time: its first step (one row) compiled
         src = torch.tensor([ids])
         want = beam_search(eager, src, beam=4, nbest=4)[0]
@@ -58,13 +63,8 @@ def test_compiled_beams_equal_eager_beams_on_100_sentences(toy_model):
     assert compiled.compiled_steps == 100  # then its 4 beams: eager
 
 
-
 def test_compiled_greedy_sentences_equal_eager_greedy_on_100_sentences(toy_model):
-    model = ckpt.load_model(toy_model)
-    eager = for_inference(model)
-    compiled = CompiledSteps(for_inference(model), warn=pytest.fail)
-    translator = Translator(eager, ckpt.load_tokenizer(toy_model))
-    sources = [translator.encode_source(s) for s, _ in toy_pairs(100, seed=5)]
+    eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=5)
     limits = [{}, {"min_len": 6}, {"max_len_a": 0.0, "max_len_b": 3},  # EOS barred, forced
               {"min_len": 5, "max_len_a": 0.0, "max_len_b": 4}]  # forced although barred
     steps = 0
@@ -76,6 +76,7 @@ def test_compiled_greedy_sentences_equal_eager_greedy_on_100_sentences(toy_model
         assert got.score == pytest.approx(want.score, abs=1e-5)
         steps += len(want.tokens) + 1  # and EOS
     assert compiled.compiled_steps == steps
+
 
 def test_a_sentence_decodes_the_same_compiled_alone_and_eager_in_a_batch(toy_model):
     alone = Translator.load(toy_model, compile=True)

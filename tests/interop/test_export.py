@@ -49,7 +49,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(trained, tmp_path):
     translator = load(trained)
     pieces = [translator.tokenizer.sp.EncodeAsPieces(s) for s in SOURCES]
     sources = [translator.encode_source(s) for s in SOURCES]
-    agreement = {}
+    agreement, limit = {}, 39  # CTranslate2's length limit, EOS not counted
     for quantization in (None, "int8"):
         out = export_ctranslate2(trained, tmp_path / f"ct2-{quantization}",
                                  quantization=quantization, **QUIET)
@@ -57,10 +57,10 @@ def test_ctranslate2_export_decodes_the_same_tokens(trained, tmp_path):
         for beam in (1, 4):
             # CTranslate2's beam search stops as aiayn's does, with the |Y|^alpha penalty
             options = DecodeOptions(beam=beam, lenpen=1.0, lenpen_form="hf", max_len_a=0,
-                                    max_len_b=40)
+                                    max_len_b=limit + 1)
             ours = [h[0].tokens for h in translator.translate_ids(sources, options)]
             results = ct.translate_batch(pieces, beam_size=beam, length_penalty=1.0,
-                                         max_decoding_length=39, return_scores=True)
+                                         max_decoding_length=limit, return_scores=True)
             theirs = [[translator.tokenizer.sp.PieceToId(p) for p in r.hypotheses[0]]
                       for r in results]
             agreement[quantization, beam] = sum(a == b for a, b in zip(ours, theirs))
@@ -69,7 +69,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(trained, tmp_path):
                 # (an output cut at the limit has no EOS in CTranslate2's score, one in ours;
                 # the two float32 implementations part by up to ~1e-3 a token)
                 assert all(abs(r.scores[0] - s.normalized) < 2e-3
-                           for r, s, t in zip(results, scored, theirs) if len(t) < 39)
+                           for r, s, t in zip(results, scored, theirs) if len(t) < limit)
     assert sum(len(t) for t in ours) > 300  # real outputs, ended by EOS
     assert agreement[None, 1] == 50, agreement
     # at beam 4 the two searches count finished hypotheses differently on rare sentences
