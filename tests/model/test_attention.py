@@ -130,3 +130,18 @@ def test_scores_are_scaled_by_sqrt_dk():
 def test_head_count_must_divide_width():
     with pytest.raises(ValueError, match=r"d_model \(30\) must be divisible by n_heads \(4\)"):
         MultiHeadAttention(30, 4)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_bf16_attention_matches_torch_in_float32_and_keeps_bf16(causal):
+    # bf16 on the CPU takes the reference computation, with the softmax taken in float32
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, H, 63, D // H) for _ in range(3))  # 63: a slow bf16 softmax length
+    mask = None if causal else padding_mask(random_tokens(2, 63, lengths=[63, 40]), 0)
+    expected = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                          is_causal=causal)
+    got, weights = scaled_dot_product_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask,
+                                                is_causal=causal, return_weights=True)
+    assert got.dtype == weights.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), expected, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(weights.float().sum(-1), torch.ones(2, H, 63), atol=1e-2, rtol=0)

@@ -33,3 +33,17 @@ def test_dropout_gradient_uses_the_same_mask():
     y = dropout(x, 0.3)
     y.sum().backward()
     torch.testing.assert_close(x.grad, (y != 0).float() / 0.7)
+
+
+def test_bf16_dropout_keeps_its_dtype_and_the_float32_mask_of_the_same_seed():
+    x = torch.randn(300, 300, requires_grad=True)
+    xb = x.detach().bfloat16().requires_grad_()
+    torch.manual_seed(5)
+    y = dropout(x, 0.1)
+    torch.manual_seed(5)
+    yb = dropout(xb, 0.1)
+    assert yb.dtype == torch.bfloat16 and torch.equal(yb != 0, y != 0)
+    torch.testing.assert_close(yb.float(), y, atol=0, rtol=1e-2)  # bf16 rounding of x / 0.9
+    yb.float().sum().backward()
+    assert xb.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(xb.grad.float(), (y != 0).float() / 0.9, atol=0, rtol=1e-2)

@@ -30,3 +30,16 @@ def test_sequence_longer_than_max_len_is_a_clear_error(tiny_cfg):
     model = Transformer(tiny_cfg.replace(max_len=8))
     with pytest.raises(ValueError, match="exceeds max_len"):
         model(random_tokens(1, 9), random_tokens(1, 3))
+
+
+@pytest.mark.parametrize("dtype, stream", [(None, torch.float32), (torch.bfloat16, torch.bfloat16),
+                                           (torch.float16, torch.float32)])
+def test_the_residual_stream_is_bf16_under_bf16_autocast_only(tiny_cfg, dtype, stream):
+    model = Transformer(tiny_cfg).eval()
+    tokens = random_tokens(2, 6)
+    expected = model.src_embed(tokens)
+    with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+        x = model.src_embed(tokens)
+        layer_out, _ = model.encoder.layers[0](x, None)
+    assert x.dtype == layer_out.dtype == stream
+    torch.testing.assert_close(x.float(), expected, atol=0, rtol=2 ** -8)  # one rounding

@@ -68,7 +68,10 @@ def scaled_dot_product_attention(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     # 3) normalize and take the weighted sum of values
-    weights = scores.softmax(dim=-1)  # (B, H, T, S)
+    if scores.element_size() == 2:  # PyTorch's bf16 CPU softmax is slow at some lengths
+        weights = scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype)
+    else:
+        weights = scores.softmax(dim=-1)  # (B, H, T, S)
     attended = dropout(weights, dropout_p)
     return attended @ value, weights if return_weights else None  # (B, H, T, Dh)
 

@@ -4,7 +4,10 @@ On CPU, ``torch.nn.functional.dropout`` draws one Bernoulli sample per element, 
 of a training step (docs/benchmarks.md). Here the mask comes from 16 random bits per element,
 drawn as 64-bit words from torch's generator (so ``torch.manual_seed`` still governs it): the
 keep test ``bits >= p * 2^16`` has the exact probability for any p that is a multiple of 2^-16
-and is off by less than 2^-16 otherwise. On other devices PyTorch's fused dropout is used.
+and is off by less than 2^-16 otherwise. The keep test writes the mask as 0 and 1 in the
+input's own dtype when that is a 16-bit float: PyTorch multiplies bfloat16 by a bool tensor
+through a slow mixed-type path (4.4 against 0.6 ms for 8M elements), by a bfloat16 one at
+memory speed. On other devices PyTorch's fused dropout is used.
 """
 
 from __future__ import annotations
@@ -20,12 +23,32 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
+    return _MaskedScale.apply(x, _keep_mask(x, p), 1.0 / (1.0 - p))
+
+
+def _keep_mask(x: Tensor, p: float) -> Tensor:
+    """1 where an element of x is kept, 0 where it is dropped: x's dtype if 16-bit, else bool."""
     n = x.numel()
     words = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64,
                           device=x.device)  # 4 x 16 random bits per word
     bits = words.view(torch.int16)[:n].view(x.shape)  # uniform over [-2^15, 2^15)
-    keep = bits >= round(p * 65536) - 32768
-    return x * keep * (1.0 / (1.0 - p))
+    dtype = x.dtype if x.is_floating_point() and x.element_size() == 2 else torch.bool
+    return torch.ge(bits, round(p * 65536) - 32768, out=torch.empty_like(x, dtype=dtype))
+
+
+class _MaskedScale(torch.autograd.Function):
+    """x * mask * scale, and the same for the gradient (two passes, no mixed-type product)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, mask: Tensor, scale: float) -> Tensor:
+        ctx.save_for_backward(mask)
+        ctx.scale = scale
+        return (x * mask).mul_(scale)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (mask,) = ctx.saved_tensors
+        return (grad * mask).mul_(ctx.scale), None, None
 
 
 class Dropout(nn.Module):

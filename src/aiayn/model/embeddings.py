@@ -86,8 +86,16 @@ class Embeddings(nn.Module):
         self.scale = math.sqrt(token.embedding_dim) if scale else 1.0
 
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:
-        """(B, T) int64 -> (B, T, D)."""
-        return self.positions(self.token(tokens) * self.scale, offset)
+        """(B, T) int64 -> (B, T, D); in bfloat16 under bfloat16 autocast (below)."""
+        x = self.positions(self.token(tokens) * self.scale, offset)
+        # Under bf16 autocast the residual stream is bf16 from here on: autocast would
+        # otherwise cast it to bf16 before every product and add bf16 outputs back to float32
+        # (docs/design.md). fp16 keeps float32, whose range fp16 lacks.
+        device = x.device.type
+        if (torch.is_autocast_enabled(device)
+                and torch.get_autocast_dtype(device) == torch.bfloat16):
+            x = x.to(torch.bfloat16)
+        return x
 
 
 def token_embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
