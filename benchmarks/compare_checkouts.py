@@ -11,14 +11,17 @@ each one's median.
   tokens forced per sentence, float32 and ``--int8``, and ``--compile`` at one sentence;
   generated tokens per second.
 - training: ``aiayn.train.trainer.train_step`` on the same token batches of the embedded demo
-  corpus (prepared once, at most ``--max-tokens`` padded tokens per batch), fp32 and bf16;
-  target tokens per second over the timed steps after warm-up.
+  corpus (prepared once; or ``--train-data``, a prepared directory), at most ``--max-tokens``
+  padded tokens per batch, fp32 and bf16, with Adam and the allocator as ``aiayn train`` sets
+  them on the CPU (where the checkout has them); target tokens per second over the timed steps
+  after warm-up (``--train-steps WARM TIMED``, default 3 and 10 at ``small``, 2 and 5 at
+  ``base``).
 - evaluation (``--evaluate CHECKPOINT SRC REF``): the wall time of the whole ``aiayn evaluate``
   command on real data (beam 4), float32 and ``--int8``, with the BLEU and chrF each printed.
 
     .venv/bin/python benchmarks/compare_checkouts.py --baseline /tmp/base [--rounds 3]
         [--skip-decode] [--decode-rows 'small,1,1,aiayn --compile' ...] [--skip-train]
-        [--precisions fp32 bf16]
+        [--precisions fp32 bf16] [--train-data runs/q-bible/data] [--train-steps 3 10]
         [--evaluate runs/q-bible/run runs/q-bible/dev.en runs/q-bible/dev.es]
 """
 
@@ -57,12 +60,16 @@ def decode_rate(checkout: Path, size: str, batch: int, beam: int, system: str) -
                                   "--beam", str(beam), "--repeats", "3"])
 
 
-def train_rate(checkout: Path, data: Path, size: str, precision: str, max_tokens: int) -> float:
+def train_rate(checkout: Path, data: Path, size: str, precision: str, max_tokens: int,
+               steps: list[int] | None) -> float:
+    extra = ["--train-steps", *map(str, steps)] if steps else []
     return in_checkout(checkout, [__file__, "--train-worker", str(data), "--size", size,
-                                  "--precision", precision, "--max-tokens", str(max_tokens)])
+                                  "--precision", precision, "--max-tokens", str(max_tokens),
+                                  *extra])
 
 
-def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
+def train_worker(data: str, size: str, precision: str, max_tokens: int,
+                 steps: list[int] | None) -> None:
     """Time ``train_step`` of the aiayn on the path; print target tokens per second."""
     import inspect
 
@@ -71,6 +78,7 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
     import aiayn
     from aiayn import ModelConfig, Transformer
     from aiayn.data.corpus import ParallelCorpus, token_batches
+    from aiayn.train import trainer
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.trainer import train_step
 
@@ -79,9 +87,17 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int) -> None:
     cfg = TrainConfig(preset=size, precision=precision, max_tokens=max_tokens)
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset(size, vocab_size=8000)).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    # as `aiayn train` builds them on the CPU, where this checkout does
+    fused = "fused=" in inspect.getsource(trainer)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                                 fused=fused or None)
+    try:
+        from aiayn.cpu import reuse_freed_memory
+        reuse_freed_memory()
+    except ImportError:  # a checkout from before the allocator setting
+        pass
     scaler = torch.amp.GradScaler("cuda", enabled=False)
-    warm, timed = STEPS[size]
+    warm, timed = steps or STEPS[size]
     batches = token_batches(corpus.sizes, max_tokens, seed=1, epoch=0)[:warm + timed]
     tokens, seconds = 0, 0.0
     for i, indices in enumerate(batches):
@@ -160,6 +176,11 @@ def main() -> None:
                         help="only these decoding rows, e.g. 'small,1,1,aiayn --compile'")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
                         help="the training rows' precisions")
+    parser.add_argument("--train-data", type=Path,
+                        help="a prepared data directory for the training rows (default: the "
+                             "embedded demo corpus)")
+    parser.add_argument("--train-steps", nargs=2, type=int, metavar=("WARM", "TIMED"),
+                        help="warm-up and timed steps of every training row")
     parser.add_argument("--evaluate", nargs=3, metavar=("CHECKPOINT", "SRC", "REF"),
                         help="also time `aiayn evaluate` of this checkpoint on SRC against REF")
     parser.add_argument("--train-worker", help=argparse.SUPPRESS)
@@ -167,7 +188,8 @@ def main() -> None:
     parser.add_argument("--precision", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.train_worker:
-        train_worker(args.train_worker, args.size, args.precision, args.max_tokens)
+        train_worker(args.train_worker, args.size, args.precision, args.max_tokens,
+                     args.train_steps)
         return
     if args.baseline is None:
         parser.error("--baseline is required")
@@ -185,12 +207,12 @@ def main() -> None:
               checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}, {r[3]}, {r[4]}")
     if not args.skip_train:
         with tempfile.TemporaryDirectory() as tmp:
-            data = prepare_demo(Path(tmp) / "demo")
+            data = args.train_data or prepare_demo(Path(tmp) / "demo")
             print("\n| size, precision | baseline tgt tok/s | working tree tgt tok/s | ratio | "
                   "range baseline / working tree |\n|---|---:|---:|---:|---|")
             rows = [r for r in TRAIN_ROWS if r[1] in args.precisions]
             table(rows, lambda path, r: train_rate(path, data, r[0], r[1],
-                                                         args.max_tokens),
+                                                         args.max_tokens, args.train_steps),
                   checkouts, args.rounds, lambda r: f"{r[0]}, {r[1]}")
     if args.evaluate:
         evaluate_table(args.evaluate, checkouts, args.rounds)
