@@ -12,10 +12,10 @@ each one's median.
   generated tokens per second.
 - training: ``aiayn.train.trainer.train_step`` on the same token batches of the embedded demo
   corpus (prepared once; or ``--train-data``, a prepared directory), at most ``--max-tokens``
-  padded tokens per batch, fp32 and bf16, with Adam and the allocator as ``aiayn train`` sets
-  them on the CPU (where the checkout has them); target tokens per second over the timed steps
-  after warm-up (``--train-steps WARM TIMED``, default 3 and 10 at ``small``, 2 and 5 at
-  ``base``).
+  padded tokens per batch, fp32 and bf16, with fused Adam for both checkouts and the allocator
+  set as ``aiayn train`` sets it (where the checkout has that setting); target tokens per
+  second over the timed steps after warm-up (``--train-steps WARM TIMED``, default 3 and 10
+  at ``small``, 2 and 5 at ``base``).
 - evaluation (``--evaluate CHECKPOINT SRC REF``): the wall time of the whole ``aiayn evaluate``
   command on real data (beam 4), float32 and ``--int8``, with the BLEU and chrF each printed.
 
@@ -78,7 +78,6 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
     import aiayn
     from aiayn import ModelConfig, Transformer
     from aiayn.data.corpus import ParallelCorpus, token_batches
-    from aiayn.train import trainer
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.trainer import train_step
 
@@ -87,10 +86,9 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
     cfg = TrainConfig(preset=size, precision=precision, max_tokens=max_tokens)
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset(size, vocab_size=8000)).train()
-    # as `aiayn train` builds them on the CPU, where this checkout does
-    fused = "fused=" in inspect.getsource(trainer)
+    # the same Adam for both checkouts: fused, as `aiayn train` builds it on the CPU
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
-                                 fused=fused or None)
+                                 fused=True)
     try:
         from aiayn.cpu import reuse_freed_memory
         reuse_freed_memory()
