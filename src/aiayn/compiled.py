@@ -263,6 +263,7 @@ class CompiledSteps(nn.Module):
         """tgt (rows, t) -> log-probabilities (rows, t, V); the cache advances by t."""
         if self._compilable(tgt, cache):
             capacity = cache.capacity
+            cache.gather_pending()  # the compiled step reads the buffers as they stand
             try:
                 out, = self._compiled()(self._arguments(
                     tgt.clone(), torch.tensor(cache.length), torch.tensor([0, capacity]), cache,

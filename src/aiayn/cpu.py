@@ -233,14 +233,15 @@ def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
     head = x[:, :n_blocks * block].reshape(rows, n_blocks, block)  # (rows, blocks, block)
     best_blocks = head.amax(-1).topk(k, dim=-1).indices  # (rows, k)
     cand = head.gather(1, best_blocks[:, :, None].expand(rows, k, block)).view(rows, k * block)
-    cand_idx = (best_blocks[:, :, None] * block
-                + torch.arange(block, device=x.device)).view(rows, k * block)
-    if v > n_blocks * block:  # the last, partial block: always a candidate
+    tail = v - n_blocks * block
+    if tail:  # the last, partial block: always a candidate
         cand = torch.cat([cand, x[:, n_blocks * block:]], dim=1)
-        cand_idx = torch.cat([cand_idx, torch.arange(n_blocks * block, v, device=x.device)
-                              .expand(rows, -1)], dim=1)
-    values, pos = cand.topk(k, dim=-1)
-    return values, cand_idx.gather(1, pos)
+    values, pos = cand.topk(k, dim=-1)  # pos: candidate j of block j // block, or the tail
+    # only the k winners' vocabulary ids are computed, not every candidate's
+    indices = best_blocks.gather(1, (pos // block).clamp(max=k - 1)) * block + pos % block
+    if tail:
+        indices = torch.where(pos >= k * block, pos - k * block + n_blocks * block, indices)
+    return values, indices
 
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc <malloc.h>

@@ -90,6 +90,20 @@ def test_a_sentence_decodes_the_same_compiled_alone_and_eager_in_a_batch(toy_mod
     assert alone.model.failed is None
 
 
+def test_a_batch_left_with_one_row_goes_on_compiled_with_that_row(toy_model):
+    eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=6)
+    short, long = min(sources, key=len), max(sources, key=len)
+    pad = eager.cfg.pad_id
+    src = torch.full((2, len(long)), pad)
+    src[0, :len(short)], src[1] = torch.tensor(short), torch.tensor(long)
+    options = {"min_len": len(long), "max_len_a": 1.0, "max_len_b": 0}  # each its own length
+    want = greedy_search(eager, src, **options)
+    got = greedy_search(compiled, src, **options)  # the first row leaves; the second goes on
+    assert [h.tokens for h in got] == [h.tokens for h in want]
+    assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+    assert compiled.compiled_steps == len(long) - len(short)
+
+
 def _packages_in(directory, monkeypatch):
     """Keep compiled steps in ``directory`` (Inductor's own caches stay shared)."""
     where = compiled_module._package_path

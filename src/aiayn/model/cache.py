@@ -21,13 +21,33 @@ from .masks import causal_mask
 class LayerCache:
     """One layer's buffers. ``self_k``/``self_v`` are preallocated (B, H, L, Dh); the first
     ``DecoderCache.length`` positions are valid. ``cross_k``/``cross_v`` are (B, H, S, Dh) or None.
-    ``spare`` holds the previous buffers, which the next reorder gathers into."""
+    ``pending`` holds the rows a reorder has chosen that the buffers have not yet gathered
+    (they do at the layer's next append); ``spare`` the previous buffers, which the next
+    gather writes into."""
 
     self_k: Tensor
     self_v: Tensor
     cross_k: Tensor | None = None
     cross_v: Tensor | None = None
+    pending: Tensor | None = None
     spare: dict[str, Tensor] = field(default_factory=dict)
+
+    def gather(self, length: int) -> None:
+        """Carry out the pending reorder: the rows ``pending`` of the first ``length``
+        positions, gathered into the spare buffers, which then take the buffers' place."""
+        indices, self.pending = self.pending, None
+        if indices is None:
+            return
+        rows = len(indices)
+        for name in ("self_k", "self_v"):
+            buf = getattr(self, name)
+            spare = self.spare.get(name)
+            if spare is None or spare.size(0) < rows:
+                spare = buf.new_empty((rows,) + buf.shape[1:])
+            spare = spare[:rows]
+            torch.index_select(buf[:, :, :length], 0, indices, out=spare[:, :, :length])
+            self.spare[name] = buf
+            setattr(self, name, spare)
 
 
 @dataclass
@@ -68,6 +88,7 @@ class DecoderCache:
         """Write new self-attention keys/values (B, H, t, Dh) at ``length`` and return all
         valid keys/values (B, H, length + t, Dh). The caller advances ``length`` once per step."""
         cache = self.layers[layer]
+        cache.gather(self.length)
         end = self.length + k.size(2)
         if end > self.capacity:
             raise ValueError(f"decoder cache is full ({self.capacity} positions); "
@@ -103,23 +124,24 @@ class DecoderCache:
         decode one sentence from now on (default: as before; a search that decodes the first
         step with one row per sentence passes its beam size). Cross-attention keys and values
         are left alone when every group still decodes the same source sentence (a reorder
-        among one sentence's beams)."""
+        among one sentence's beams).
+
+        The self-attention keys and values move lazily: each layer gathers its rows at its next
+        ``append``, just before its attention reads them, so that they are read while still in
+        the processor's cache rather than gathered for every layer at the end of a step and
+        read back from memory later (docs/benchmarks.md). Code that reads the buffers directly
+        calls ``gather_pending`` first."""
         new_rows = self.src_rows.index_select(0, indices)
-        n = self.length
-        rows = len(indices)
         for cache in self.layers:
-            for name in ("self_k", "self_v"):
-                # gather the valid prefix straight into the spare buffer, then swap the two
-                buf = getattr(cache, name)
-                spare = cache.spare.get(name)
-                if spare is None or spare.size(0) < rows:
-                    spare = buf.new_empty((rows,) + buf.shape[1:])
-                spare = spare[:rows]
-                torch.index_select(buf[:, :, :n], 0, indices, out=spare[:, :, :n])
-                cache.spare[name] = buf
-                setattr(cache, name, spare)
+            cache.pending = indices if cache.pending is None else cache.pending[indices]
         self._reorder_cross(new_rows, group or self.group)
         self.src_rows = new_rows
+        return self
+
+    def gather_pending(self) -> "DecoderCache":
+        """Carry out every layer's pending reorder now."""
+        for cache in self.layers:
+            cache.gather(self.length)
         return self
 
     def _reorder_cross(self, new_rows: Tensor, g: int) -> None:
