@@ -78,8 +78,9 @@ def _next_log_probs(model: Seq2Seq, tokens: Tensor, cache, step: int, max_lens: 
     rules 0, as Hugging Face's forced EOS), and only the prefix's token where a row's target
     prefix (``prefix`` (rows, P), padded with -1) has not ended."""
     cfg = model.cfg
-    out = model.decode_step(tokens, cache)[:, -1].float()  # (rows, V)
-    lprobs = out if getattr(model, "returns_log_probs", False) else out.log_softmax(-1)
+    lprobs = model.decode_step(tokens, cache)[:, -1].float()  # (rows, V), the step's own
+    if not getattr(model, "returns_log_probs", False):
+        torch.log_softmax(lprobs, -1, out=lprobs)  # in place: no fresh (rows, V) tensor
     lprobs[:, cfg.pad_id] = float("-inf")
     if cfg.bos_id is not None:
         lprobs[:, cfg.bos_id] = float("-inf")
