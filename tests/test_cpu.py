@@ -61,6 +61,22 @@ def test_onednn_product_equals_f_linear(threads, bias, rows):
     torch.testing.assert_close(strided, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [(1,), (2,), (3, 5)])
+def test_relu_product_equals_relu_of_f_linear(threads, rows):
+    threads(2)
+    layer = nn.Linear(24, 40)
+    fast = CpuLinear(layer)
+    x = torch.randn(*rows, 24)
+    with torch.inference_mode():
+        got = fast.relu_product(x)
+    assert (fast.reordered is not None) == (x.numel() > 24)  # oneDNN from two rows on
+    torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias).relu(), atol=1e-5,
+                               rtol=1e-5)
+    trained = fast.relu_product(x)  # with gradients: the plain product and ReLU
+    trained.sum().backward()
+    assert layer.weight.grad is not None
+
+
 @pytest.mark.parametrize("rows", [1, 6])
 def test_copies_follow_in_place_updates(threads, rows):
     threads(2)

@@ -123,6 +123,17 @@ class CpuLinear(nn.Module):
             return F.linear(x, weight, bias)
         return self.split_product(x)
 
+    def relu_product(self, x: Tensor) -> Tensor:
+        """max(0, x W^T + b): with oneDNN's product (two rows or more, float32 CPU inference)
+        the ReLU is applied as the product writes its output, saving a pass over it."""
+        rows = x.numel() // self.in_features
+        if (rows >= ONEDNN_MIN_ROWS and not torch.is_grad_enabled() and x.is_cpu
+                and x.dtype is torch.float32 and self.weight.dtype is torch.float32
+                and onednn_available()):
+            return torch.ops.mkldnn._linear_pointwise(x, self._reorder(self.weight), self.bias,
+                                                      "relu", [], "")
+        return F.relu(self(x))
+
     def onednn_product(self, x: Tensor) -> Tensor:
         """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""
         return onednn_linear(x, self._reorder(self.weight), self.bias)
