@@ -62,9 +62,11 @@ def onednn_reorder(weight: Tensor, rows_hint: int = ONEDNN_ROWS_HINT) -> Tensor:
     return torch.ops.mkldnn._reorder_linear_weight(weight, rows_hint)
 
 
-def onednn_linear(x: Tensor, reordered: Tensor, bias: Tensor | None) -> Tensor:
-    """``F.linear(x, weight, bias)`` by oneDNN, with ``reordered = onednn_reorder(weight)``."""
-    return torch.ops.mkldnn._linear_pointwise(x, reordered, bias, "none", [], "")
+def onednn_linear(x: Tensor, reordered: Tensor, bias: Tensor | None,
+                  activation: str = "none") -> Tensor:
+    """``F.linear(x, weight, bias)`` by oneDNN, with ``reordered = onednn_reorder(weight)``;
+    ``activation`` "relu" applies max(0, .) as the product writes its output."""
+    return torch.ops.mkldnn._linear_pointwise(x, reordered, bias, activation, [], "")
 
 
 class CpuLinear(nn.Module):
@@ -110,29 +112,37 @@ class CpuLinear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in) -> (..., out)."""
-        weight, bias = self.weight, self.bias
-        if torch.compiler.is_compiling():  # traced by ``aiayn.compiled``
+        path = self._path(x)
+        if path == "traced":
             return self.traced_product(x)
-        if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
-                or weight.dtype is not torch.float32 or x.numel() == 0):
-            return F.linear(x, weight, bias)
-        rows = x.numel() // self.in_features
-        if rows >= ONEDNN_MIN_ROWS and onednn_available():
+        if path == "onednn":
             return self.onednn_product(x)
-        if rows > SPLIT_MAX_ROWS or self._split(weight) is None:
-            return F.linear(x, weight, bias)
-        return self.split_product(x)
+        if path == "split":
+            return self.split_product(x)
+        return F.linear(x, self.weight, self.bias)
 
     def relu_product(self, x: Tensor) -> Tensor:
-        """max(0, x W^T + b): with oneDNN's product (two rows or more, float32 CPU inference)
-        the ReLU is applied as the product writes its output, saving a pass over it."""
-        rows = x.numel() // self.in_features
-        if (rows >= ONEDNN_MIN_ROWS and not torch.is_grad_enabled() and x.is_cpu
-                and x.dtype is torch.float32 and self.weight.dtype is torch.float32
-                and onednn_available()):
-            return torch.ops.mkldnn._linear_pointwise(x, self._reorder(self.weight), self.bias,
-                                                      "relu", [], "")
+        """max(0, x W^T + b): where oneDNN's product serves (two rows or more) the ReLU is
+        applied as the product writes its output, saving a pass over it."""
+        if self._path(x) == "onednn":
+            return onednn_linear(x, self._reorder(self.weight), self.bias, "relu")
         return F.relu(self(x))
+
+    def _path(self, x: Tensor) -> str:
+        """Which product serves x: "traced" (compiled by ``aiayn.compiled``), "onednn",
+        "split" or "plain" (``F.linear``)."""
+        weight = self.weight
+        if torch.compiler.is_compiling():
+            return "traced"
+        if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
+                or weight.dtype is not torch.float32 or x.numel() == 0):
+            return "plain"
+        rows = x.numel() // self.in_features
+        if rows >= ONEDNN_MIN_ROWS and onednn_available():
+            return "onednn"
+        if rows > SPLIT_MAX_ROWS or self._split(weight) is None:
+            return "plain"
+        return "split"
 
     def onednn_product(self, x: Tensor) -> Tensor:
         """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""

@@ -79,23 +79,6 @@ def test_cache_expands_one_row_per_sentence_to_its_beams(tiny_cfg):
     torch.testing.assert_close(step, model(src[rows], tgt[rows, :2])[:, 1:2], atol=1e-5, rtol=0)
 
 
-def test_reorders_move_rows_at_the_next_step_and_compose(tiny_cfg):
-    model = Transformer(tiny_cfg).eval()
-    src, tgt = random_tokens(3, 5, lengths=[5, 4, 2]), random_tokens(3, 4)
-    with torch.no_grad():
-        memory, src_mask, _ = model.encode(src)
-        cache = model.init_cache(memory, src_mask, max_len=8)
-        model.decode_step(tgt[:, :3], cache)
-        before = cache.layers[0].self_k.clone()
-        cache.reorder(torch.tensor([2, 2, 0]))  # two reorders before the next step
-        cache.reorder(torch.tensor([1, 2]))
-        assert torch.equal(cache.layers[0].self_k, before)  # nothing moved yet
-        rows = torch.tensor([2, 0])  # what the two amount to
-        step = model.decode_step(tgt[rows, 3:4], cache)
-        assert torch.equal(cache.layers[0].self_k[:, :, :3], before[rows, :, :3])
-    torch.testing.assert_close(step, model(src[rows], tgt[rows])[:, 3:4], atol=1e-5, rtol=0)
-
-
 def test_gather_pending_moves_every_layer_at_once(tiny_cfg):
     model = Transformer(tiny_cfg).eval()
     src, tgt = random_tokens(2, 5), random_tokens(2, 3)
@@ -110,14 +93,19 @@ def test_gather_pending_moves_every_layer_at_once(tiny_cfg):
         assert torch.equal(layer.self_v[:, :, :3], old[1:, :, :3])
 
 
-def test_cache_reorder_drops_finished_rows(tiny_cfg):
+@pytest.mark.parametrize("reorders", [[[2, 0]], [[2, 2, 0], [1, 2]]])  # the second: [2, 0]
+def test_cache_reorder_drops_finished_rows(tiny_cfg, reorders):
     model = Transformer(tiny_cfg).eval()
     src, tgt = random_tokens(3, 5, lengths=[5, 4, 2]), random_tokens(3, 4)
     with torch.no_grad():
         memory, src_mask, _ = model.encode(src)
         cache = model.init_cache(memory, src_mask, max_len=8)
         model.decode_step(tgt[:, :3], cache)
+        before = cache.layers[0].self_k.clone()
+        for order in reorders:  # several reorders before a step compose
+            cache.reorder(torch.tensor(order))
+        assert torch.equal(cache.layers[0].self_k[:, :, :3], before[:, :, :3])  # moved later
         keep = torch.tensor([2, 0])
-        cache.reorder(keep)
         step = model.decode_step(tgt[keep, 3:4], cache)
+        assert torch.equal(cache.layers[0].self_k[:, :, :3], before[keep, :, :3])
     torch.testing.assert_close(step, model(src[keep], tgt[keep])[:, 3:4], atol=1e-5, rtol=0)
