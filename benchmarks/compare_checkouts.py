@@ -37,6 +37,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
+# every worker starts from this environment, not from what importing aiayn here would add (its
+# OpenMP spin, which each checkout chooses for itself)
+START_ENV = dict(os.environ)
 DECODE_ROWS = [(size, batch, beam, label, system)
                for size in ("small", "base")
                for batch, beam, label in ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
@@ -48,7 +51,7 @@ STEPS = {"small": (3, 10), "base": (2, 5)}  # (warm-up, timed) steps
 
 def in_checkout(checkout: Path, argv: list[str]) -> float:
     """Run a worker with ``checkout``'s src/ first on the path; its last line is the figure."""
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    env = {**START_ENV, "PYTHONPATH": str(checkout / "src")}
     out = subprocess.run([sys.executable, *argv], env=env, check=True, capture_output=True,
                          text=True).stdout
     return float(out.strip().splitlines()[-1])
@@ -115,7 +118,7 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
 def evaluate_run(checkout: Path, files: list[str], flags: list[str]) -> tuple[float, str]:
     """Wall seconds of ``aiayn evaluate`` from ``checkout``, and its BLEU / chrF."""
     checkpoint, src, ref = files
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    env = {**START_ENV, "PYTHONPATH": str(checkout / "src")}
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "aiayn", "evaluate", "--checkpoint", checkpoint,
                           "--src", src, "--ref", ref, *flags], env=env, check=True,

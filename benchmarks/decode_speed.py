@@ -9,6 +9,9 @@ Hugging Face runs a MarianMTModel of the same shape.
 
 Every measurement is a fresh process that loads one system only (CTranslate2's imports neither
 torch nor aiayn: checked), warms up, then times ``--repeats`` runs and reports their median.
+Each starts from the environment this script was started with, not from what importing aiayn
+here sets (its OpenMP spin, ``aiayn.threads``), which would otherwise reach every process,
+CTranslate2's included (both use GNU OpenMP).
 Systems alternate within each row, ``--rounds`` times; the table shows each system's median
 over the rounds. aiayn decodes as ``aiayn.load`` prepares a model (``aiayn.cpu.for_inference``,
 the allocator settings); ``aiayn --compile`` as ``aiayn.load(..., compile=True)`` does
@@ -42,6 +45,7 @@ FLOAT32 = ("aiayn", "aiayn --compile")  # aiayn's float32 systems
 ONE_ROW = ("aiayn --compile",)  # systems that differ from eager aiayn only at one sentence
 ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
 HERE = Path(__file__).resolve().parent
+START_ENV = dict(os.environ)  # before anything imports aiayn, which sets its thread policy
 
 
 def source_ids(rows: int = 32) -> list[list[int]]:
@@ -169,7 +173,7 @@ def prepare(work: Path, sizes: list[str]) -> None:
 
 
 def run_worker(system: str, size: str, batch: int, beam: int, work: Path, args) -> float:
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    env = {**START_ENV, "PYTHONPATH": str(HERE.parent / "src")}
     out = subprocess.run(
         [sys.executable, __file__, "--worker", system, "--work", str(work), "--sizes", size,
          "--batch", str(batch), "--beam", str(beam), "--repeats", str(args.repeats),
@@ -203,7 +207,9 @@ def main() -> None:
     import ctranslate2
     import torch
     print(f"{cores()} cores; torch {torch.__version__} with {torch.get_num_threads()} threads "
-          f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}); CTranslate2 "
+          f"(OMP_NUM_THREADS={START_ENV.get('OMP_NUM_THREADS', 'unset')}, GOMP_SPINCOUNT="
+          f"{START_ENV.get('GOMP_SPINCOUNT', 'unset')}, OMP_WAIT_POLICY="
+          f"{START_ENV.get('OMP_WAIT_POLICY', 'unset')}); CTranslate2 "
           f"{ctranslate2.__version__} with intra_threads={cores()}, inter_threads=1; "
           f"{args.out_len} tokens out per sentence, sources of {SRC_LEN} tokens + EOS; "
           f"length penalty 0.6; median of {args.rounds} round(s) of {args.repeats} repeats, "

@@ -1,25 +1,57 @@
-"""The thread policy: a short OpenMP spin set before PyTorch loads, the cores really available."""
+"""The thread policy: the OpenMP spin chosen before PyTorch loads, the cores really available."""
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from aiayn import threads
 
 
-def _policy_in_fresh_process(env: dict[str, str]) -> str:
-    code = ("import os, aiayn; print(os.environ.get('GOMP_SPINCOUNT'), "
-            "os.environ.get('OMP_WAIT_POLICY'))")
+def _policy_in_fresh_process(env: dict[str, str], argv: list[str] | None = None) -> str:
+    code = (f"import sys; sys.argv = {argv or ['-c']!r}; import os, aiayn; "
+            "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))")
     clean = {k: v for k, v in os.environ.items()
              if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     return subprocess.run([sys.executable, "-c", code], env={**clean, **env},
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_importing_aiayn_sets_a_short_spin_unless_the_user_chose_a_policy():
-    assert _policy_in_fresh_process({}) == f"{threads.SPIN_COUNT} None"
+def test_importing_aiayn_sets_a_spin_unless_the_user_chose_a_policy():
+    spins = {f"{threads.SPIN_COUNT} None", f"{threads.SHARED_SPIN_COUNT} None"}
+    assert _policy_in_fresh_process({}) in spins  # which one: how busy the machine is now
+    assert (_policy_in_fresh_process({}, ["-m", "train", "--data", "d"])
+            == f"{threads.SHARED_SPIN_COUNT} None")
     assert _policy_in_fresh_process({"OMP_WAIT_POLICY": "ACTIVE"}) == "None ACTIVE"
     assert _policy_in_fresh_process({"GOMP_SPINCOUNT": "50"}) == "50 None"
+
+
+def test_training_and_a_busy_machine_get_the_short_spin():
+    assert threads.spin_count(["/venv/bin/aiayn", "translate"], busy=False) == threads.SPIN_COUNT
+    assert threads.spin_count(["-c"], busy=False) == threads.SPIN_COUNT
+    assert threads.spin_count(["-c"], busy=True) == threads.SHARED_SPIN_COUNT
+    assert threads.spin_count(["/venv/bin/aiayn", "train"], busy=False) == threads.SHARED_SPIN_COUNT
+    assert threads.spin_count(["-m", "train"], busy=False) == threads.SHARED_SPIN_COUNT
+    assert threads.command(["train.py", "train"]) is None  # someone else's script
+
+
+class _Stat:
+    """A /proc/stat that reads ``procs_running`` as each of ``counts`` in turn."""
+
+    def __init__(self, *counts: int) -> None:
+        self.counts = list(counts)
+
+    def read_text(self) -> str:
+        return f"cpu  1 2 3 4\nprocs_running {self.counts.pop(0)}\nprocs_blocked 0\n"
+
+
+def test_machine_busy_counts_the_other_runnable_tasks():
+    cpus, ours = os.cpu_count(), threads.available_cores()
+    assert not threads.machine_busy(_Stat(1, 1, 1))  # only this process runs
+    crowded = cpus - ours + 2  # others + our threads > cpus
+    assert threads.machine_busy(_Stat(crowded, crowded, crowded))
+    assert not threads.machine_busy(_Stat(crowded, 1, crowded))  # a moment's blip: not busy
+    assert not threads.machine_busy(Path("/nonexistent/stat"))  # unknown: not busy
 
 
 def test_cgroup_quota_reads_cpu_max(tmp_path):

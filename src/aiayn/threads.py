@@ -1,16 +1,27 @@
-"""How aiayn's processes use the CPU's cores when they share the machine.
+"""How aiayn's processes use the CPU's cores, alone on the machine or sharing it.
 
-PyTorch's CPU operators run on a GNU OpenMP thread pool. By default a pool thread that has
-finished its share of a parallel region spins for about 300,000 iterations before it sleeps,
-waiting for the next region. Alone on the machine that saves a wake-up; beside another busy
-process it is ruinous: the spinning threads take the cores from the threads they wait for, and
-two trainings side by side on two cores ran at a quarter of their speed alone each, instead of
-about half. ``set_wait_policy`` (run when ``aiayn`` is imported, before PyTorch is) lowers the
-spin to ``SPIN_COUNT`` iterations: long enough to catch the next operator of a decoding step,
-short enough to give the core back. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) is worse:
-every operator then pays a wake-up, and greedy decoding of one sentence at a time took twice as
-long. A policy the user set (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``) is kept, and none of
-this takes effect if PyTorch was imported before aiayn.
+PyTorch's CPU operators run on a GNU OpenMP thread pool. A pool thread that has finished its
+share of a parallel region spins a while, waiting for the next region, then sleeps; waking it
+costs the next region 40 to 80 microseconds here. By default it spins about 300,000 iterations
+(milliseconds). Beside another busy process that is ruinous: the spinning threads take the cores
+from the threads they wait for, and two trainings side by side on two cores ran at a quarter
+of their speed alone each, instead of about half. Too short a spin is costly alone instead: a
+beam-search step leaves the pool idle for 50 to 300 microseconds at a time between its
+operators, and a pool asleep at each of them made translation a third slower.
+
+So ``set_wait_policy`` (run when ``aiayn`` is imported, before PyTorch is) chooses the spin
+when the process starts:
+
+- ``SHARED_SPIN_COUNT`` iterations (about 50 microseconds here) for training (``aiayn train``),
+  whose operators are long and which often runs for hours beside other work, and for any
+  process that starts on a machine whose cores are already busy (``machine_busy``);
+- ``SPIN_COUNT`` iterations otherwise: long enough to catch the next operator of a decoding
+  step, short enough to give a core back within a fraction of a millisecond.
+
+Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) is worse than either: every operator then pays a
+wake-up, and greedy decoding of one sentence at a time took twice as long. A policy the user
+set (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``) is kept, and none of this takes effect if
+PyTorch was imported before aiayn. The spin changes only speed, never results.
 
 ``available_cores`` counts the cores this process may really use (its CPU affinity and its
 cgroup's CPU quota), which is what ``use_available_cores`` gives PyTorch's pool, rather than the
@@ -21,15 +32,53 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import time
 from pathlib import Path
 
-SPIN_COUNT = 3000
+SPIN_COUNT = 10000
+SHARED_SPIN_COUNT = 3000
+PROC_STAT = Path("/proc/stat")
 
 
-def set_wait_policy() -> None:
-    """Make idle OpenMP threads spin briefly, then sleep, unless the user chose a policy."""
+def command(argv: list[str]) -> str | None:
+    """The subcommand when this process is aiayn's command line (``aiayn CMD ...`` or
+    ``python -m aiayn CMD ...``, as ``sys.argv`` reads while the package is imported)."""
+    if len(argv) > 1 and (argv[0] == "-m" or Path(argv[0]).name == "aiayn"):
+        return argv[1]
+    return None
+
+
+def machine_busy(stat: Path = PROC_STAT, samples: int = 3) -> bool:
+    """Whether other work already runs on the cores this process would use: the fewest
+    runnable tasks in ``samples`` readings of ``procs_running`` (a millisecond apart), less
+    this process, plus this process's threads, is more than the machine's CPUs. False where
+    that cannot be read (not Linux)."""
+    running = []
+    for i in range(samples):
+        try:
+            line = next(line for line in stat.read_text().splitlines()
+                        if line.startswith("procs_running "))
+            running.append(int(line.split()[1]))
+        except (OSError, StopIteration, ValueError, IndexError):
+            return False
+        if i + 1 < samples:
+            time.sleep(0.001)
+    others = min(running) - 1  # this process is running while it reads
+    return others + available_cores() > (os.cpu_count() or 1)
+
+
+def spin_count(argv: list[str], busy: bool) -> int:
+    """The spin for a process started with ``argv`` on a machine ``busy`` or not."""
+    return SHARED_SPIN_COUNT if busy or command(argv) == "train" else SPIN_COUNT
+
+
+def set_wait_policy(argv: list[str] | None = None) -> None:
+    """Choose how long idle OpenMP threads spin before they sleep, unless the user chose."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+        argv = sys.argv if argv is None else argv
+        busy = command(argv) != "train" and machine_busy()
+        os.environ["GOMP_SPINCOUNT"] = str(spin_count(argv, busy))
 
 
 def cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
