@@ -31,11 +31,12 @@ class TableModel:
                             group=beam)
 
     def decode_step(self, tokens, cache):
-        cache.append(0, tokens[:, None, :, None].float(), tokens[:, None, :, None].float())
+        keys, _ = cache.append(0, tokens[:, None, :, None].float(),
+                               tokens[:, None, :, None].float())  # (rows, 1, length, 1)
         cache.length += tokens.size(1)
         logits = torch.full((tokens.size(0), 1, self.cfg.vocab_size), float("-inf"))
         for row in range(tokens.size(0)):
-            prefix = tuple(int(t) for t in cache.layers[0].self_k[row, 0, 1:cache.length, 0])
+            prefix = tuple(int(t) for t in keys[row, 0, 1:, 0])
             for token, p in self.table.get(prefix, {EOS: 1.0}).items():
                 logits[row, 0, token] = math.log(p)
         return logits

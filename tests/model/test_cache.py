@@ -88,8 +88,9 @@ def test_gather_pending_moves_every_layer_at_once(tiny_cfg):
         model.decode_step(tgt, cache)
         before = [layer.self_v.clone() for layer in cache.layers]
         cache.reorder(torch.tensor([1])).gather_pending()
+    assert cache.ancestry is None
     for layer, old in zip(cache.layers, before):
-        assert layer.pending is None and layer.self_v.size(0) == 1
+        assert layer.self_v.size(0) == 1
         assert torch.equal(layer.self_v[:, :, :3], old[1:, :, :3])
 
 
@@ -104,8 +105,33 @@ def test_cache_reorder_drops_finished_rows(tiny_cfg, reorders):
         before = cache.layers[0].self_k.clone()
         for order in reorders:  # several reorders before a step compose
             cache.reorder(torch.tensor(order))
-        assert torch.equal(cache.layers[0].self_k[:, :, :3], before[:, :, :3])  # moved later
         keep = torch.tensor([2, 0])
+        assert torch.equal(cache.ancestry[:, :3], keep[:, None].expand(2, 3))
         step = model.decode_step(tgt[keep, 3:4], cache)
+        # the written positions never move; each row's history is read where it lies
+        assert torch.equal(cache.layers[0].self_k[:, :, :3], before[:, :, :3])
+        cache.gather_pending()
         assert torch.equal(cache.layers[0].self_k[:, :, :3], before[keep, :, :3])
     torch.testing.assert_close(step, model(src[keep], tgt[keep])[:, 3:4], atol=1e-5, rtol=0)
+
+
+def test_beam_histories_read_through_the_ancestry_equal_a_gathered_cache(tiny_cfg):
+    """Rows that grow, swap, repeat and leave over several steps: every step equals the
+    uncached model on the rows' whole histories."""
+    torch.manual_seed(3)
+    model = Transformer(tiny_cfg).eval()
+    src = random_tokens(2, 5, lengths=[5, 3])
+    tgt = random_tokens(2, 6)
+    tokens = tgt[:, :1]
+    with torch.no_grad():
+        memory, src_mask, _ = model.encode(src)
+        cache = model.init_cache(memory, src_mask, max_len=8)
+        model.decode_step(tokens, cache)
+        orders = [torch.tensor([0, 0, 0, 1, 1, 1]), torch.tensor([2, 0, 0, 4, 3, 3]),
+                  torch.tensor([1, 1, 2, 5, 4, 3]), torch.tensor([0, 0, 4, 4])]
+        for step, order in enumerate(orders, start=1):
+            cache.reorder(order, group=len(order) // 2)
+            tokens = torch.cat([tokens[order], tgt[cache.src_rows, step:step + 1]], dim=1)
+            got = model.decode_step(tokens[:, -1:], cache)
+            want = model(src[cache.src_rows], tokens)[:, -1:]
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=0)

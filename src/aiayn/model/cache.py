@@ -19,35 +19,15 @@ from .masks import causal_mask
 
 @dataclass
 class LayerCache:
-    """One layer's buffers. ``self_k``/``self_v`` are preallocated (B, H, L, Dh); the first
-    ``DecoderCache.length`` positions are valid. ``cross_k``/``cross_v`` are (B, H, S, Dh) or None.
-    ``pending`` holds the rows a reorder has chosen that the buffers have not yet gathered
-    (they do at the layer's next append); ``spare`` the previous buffers, which the next
-    gather writes into."""
+    """One layer's buffers. ``self_k``/``self_v`` are preallocated (slots, H, L, Dh): position p
+    of a row's keys and values lies in the slot ``DecoderCache.ancestry`` names (its own row
+    when that is None); the first ``DecoderCache.length`` positions are valid. ``cross_k`` /
+    ``cross_v`` are (B / group, H, S, Dh) or None."""
 
     self_k: Tensor
     self_v: Tensor
     cross_k: Tensor | None = None
     cross_v: Tensor | None = None
-    pending: Tensor | None = None
-    spare: dict[str, Tensor] = field(default_factory=dict)
-
-    def gather(self, length: int) -> None:
-        """Carry out the pending reorder: the rows ``pending`` of the first ``length``
-        positions, gathered into the spare buffers, which then take the buffers' place."""
-        indices, self.pending = self.pending, None
-        if indices is None:
-            return
-        rows = len(indices)
-        for name in ("self_k", "self_v"):
-            buf = getattr(self, name)
-            spare = self.spare.get(name)
-            if spare is None or spare.size(0) < rows:
-                spare = buf.new_empty((rows,) + buf.shape[1:])
-            spare = spare[:rows]
-            torch.index_select(buf[:, :, :length], 0, indices, out=spare[:, :, :length])
-            self.spare[name] = buf
-            setattr(self, name, spare)
 
 
 @dataclass
@@ -62,6 +42,10 @@ class DecoderCache:
         group: consecutive rows that decode one sentence (the beams) and share one row of
             cross-attention keys and values, which are (B / group, H, S, Dh): each sentence's
             memory is stored and read once, its beams attending together as one query block.
+        ancestry: (B, L) for each row and position, the slot of the buffers that holds that
+            position's keys and values (the row's ancestor when it was written), or None when
+            every row's keys and values lie in its own slot (no reorder since the last
+            ``gather_pending``).
     """
 
     layers: list[LayerCache]
@@ -69,6 +53,9 @@ class DecoderCache:
     src_mask: Tensor | None = None
     src_rows: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
     group: int = 1
+    ancestry: Tensor | None = None
+    _scratch: dict[str, Tensor] = field(default_factory=dict, repr=False)
+    _index: tuple[tuple[int, int], Tensor] | None = field(default=None, repr=False)
 
     @classmethod
     def allocate(cls, n_layers: int, rows: int, n_heads: int, max_len: int, head_dim: int,
@@ -86,16 +73,61 @@ class DecoderCache:
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Write new self-attention keys/values (B, H, t, Dh) at ``length`` and return all
-        valid keys/values (B, H, length + t, Dh). The caller advances ``length`` once per step."""
+        valid keys/values (B, H, length + t, Dh), each row's own history. After a reorder they
+        are gathered into buffers that the next ``append`` (of any layer) overwrites. The
+        caller advances ``length`` once per step."""
         cache = self.layers[layer]
-        cache.gather(self.length)
-        end = self.length + k.size(2)
+        rows, end = k.size(0), self.length + k.size(2)
         if end > self.capacity:
             raise ValueError(f"decoder cache is full ({self.capacity} positions); "
                              "allocate it with a larger max_len")
-        cache.self_k[:, :, self.length:end] = k
-        cache.self_v[:, :, self.length:end] = v
-        return cache.self_k[:, :, :end], cache.self_v[:, :, :end]
+        if rows > cache.self_k.size(0):
+            self._add_slots(rows)
+        cache.self_k[:rows, :, self.length:end] = k  # each row writes into its own slot
+        cache.self_v[:rows, :, self.length:end] = v
+        if self.ancestry is None:
+            return cache.self_k[:rows, :, :end], cache.self_v[:rows, :, :end]
+        index = self._history_index(rows, end)
+        return self._gather("k", cache.self_k, index, end), self._gather("v", cache.self_v, index,
+                                                                         end)
+
+    def _history_index(self, rows: int, end: int) -> Tensor:
+        """Rows of the buffers viewed as (slots * H * L, Dh) that make up every row's history,
+        in (row, head, position) order; made once a step and shared by the layers."""
+        if self._index is not None and self._index[0] == (rows, end):
+            return self._index[1]
+        k = self.layers[0].self_k
+        _, heads, capacity, _ = k.shape
+        self.ancestry[:, self.length:end] = torch.arange(rows, device=k.device)[:, None]
+        slots = self.ancestry[:, :end]  # (B, end)
+        heads_at = torch.arange(heads, device=k.device)[None, :, None]
+        positions = torch.arange(end, device=k.device)
+        index = ((slots[:, None, :] * heads + heads_at) * capacity + positions).reshape(-1)
+        self._index = ((rows, end), index)
+        return index
+
+    def _gather(self, name: str, buffer: Tensor, index: Tensor, end: int) -> Tensor:
+        """The rows ``index`` of ``buffer`` as (B, H, end, Dh), in a scratch buffer that all
+        layers share: written and read while it is still in the processor's caches, where a
+        reordered copy of each layer's whole buffer came back from memory (docs/benchmarks.md)."""
+        _, heads, _, head_dim = buffer.shape
+        scratch = self._scratch.get(name)
+        if scratch is None or scratch.numel() < index.numel() * head_dim:
+            scratch = buffer.new_empty(buffer.numel())
+            self._scratch[name] = scratch
+        out = scratch[:index.numel() * head_dim].view(-1, head_dim)
+        torch.index_select(buffer.view(-1, head_dim), 0, index, out=out)
+        return out.view(-1, heads, end, head_dim)
+
+    def _add_slots(self, rows: int) -> None:
+        """Grow every layer's buffers to ``rows`` slots, keeping the positions written so far."""
+        for cache in self.layers:
+            for name in ("self_k", "self_v"):
+                old = getattr(cache, name)
+                new = old.new_empty((rows,) + old.shape[1:])
+                new[:old.size(0), :, :self.length] = old[:, :, :self.length]
+                setattr(cache, name, new)
+        self._scratch.clear()
 
     def causal_mask(self, t: int) -> Tensor | None:
         """The look-ahead mask of t new queries over the cached positions and themselves; None
@@ -126,22 +158,39 @@ class DecoderCache:
         are left alone when every group still decodes the same source sentence (a reorder
         among one sentence's beams).
 
-        The self-attention keys and values move lazily: each layer gathers its rows at its next
-        ``append``, just before its attention reads them, so that they are read while still in
-        the processor's cache rather than gathered for every layer at the end of a step and
-        read back from memory later (docs/benchmarks.md). Code that reads the buffers directly
-        calls ``gather_pending`` first."""
+        The self-attention keys and values do not move: the ancestry records, for each new row
+        and position, the slot that holds them, and each layer's ``append`` gathers them from
+        there for its attention. A beam search thereby reads each layer's buffers once a step
+        instead of also copying them into a new order, and the copy it reads is still in the
+        processor's cache (docs/benchmarks.md). Code that reads the buffers directly calls
+        ``gather_pending`` first."""
         new_rows = self.src_rows.index_select(0, indices)
-        for cache in self.layers:
-            cache.pending = indices if cache.pending is None else cache.pending[indices]
+        if self.ancestry is None:
+            slots = torch.arange(len(self.src_rows), device=indices.device)
+            self.ancestry = slots[:, None].expand(-1, self.capacity).index_select(0, indices)
+        else:
+            self.ancestry = self.ancestry.index_select(0, indices)
+        self._index = None
         self._reorder_cross(new_rows, group or self.group)
         self.src_rows = new_rows
         return self
 
     def gather_pending(self) -> "DecoderCache":
-        """Carry out every layer's pending reorder now."""
+        """Move every row's keys and values into its own slot now, as if no reorder had
+        happened: the buffers can then be read directly, row by row."""
+        if self.ancestry is None:
+            return self
+        rows = len(self.src_rows)
+        index = self._history_index(rows, self.length) if self.length else None
         for cache in self.layers:
-            cache.gather(self.length)
+            for name, short in (("self_k", "k"), ("self_v", "v")):
+                old = getattr(cache, name)
+                new = old.new_empty((rows,) + old.shape[1:])
+                if index is not None:
+                    new[:, :, :self.length] = self._gather(short, old, index, self.length)
+                setattr(cache, name, new)
+        self.ancestry, self._index = None, None
+        self._scratch.clear()
         return self
 
     def _reorder_cross(self, new_rows: Tensor, g: int) -> None:
