@@ -8,6 +8,7 @@ from aiayn.model import (
     padding_mask,
     scaled_dot_product_attention,
 )
+from aiayn.model.attention import SHORT_ROW
 from tests.conftest import random_tokens
 
 D, H = 32, 4
@@ -88,20 +89,25 @@ def test_fused_path_equals_reference_path(causal):
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 6), atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("keys", [20, 11])  # 11: rows shorter than a vector, padded
 @pytest.mark.parametrize("queries,masked", [(1, False), (4, True), (8, True)])
 def test_decoding_steps_on_the_cpu_take_the_reference_path_with_the_same_result(
-        monkeypatch, queries, masked):
+        monkeypatch, queries, masked, keys):
     # a decoding step: few queries per head, many heads in the batch, no gradients
     q = torch.randn(64, H, queries, 8)
-    k, v = torch.randn(64, H, 20, 8), torch.randn(64, H, 20, 8)
-    mask = padding_mask(random_tokens(64, 20, lengths=[20, 7] * 32), 0) if masked else None
-    calls = []
+    k, v = torch.randn(64, H, keys, 8), torch.randn(64, H, keys, 8)
+    mask = padding_mask(random_tokens(64, keys, lengths=[keys, 7] * 32), 0) if masked else None
+    calls, pads = [], []
     fused_kernel = torch.nn.functional.scaled_dot_product_attention
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                         lambda *a, **kw: calls.append(1) or fused_kernel(*a, **kw))
+    pad = torch.nn.functional.pad
+    monkeypatch.setattr(torch.nn.functional, "pad",
+                        lambda *a, **kw: pads.append(1) or pad(*a, **kw))
     with torch.inference_mode():
         fast, _ = scaled_dot_product_attention(q, k, v, mask)
     assert not calls  # the reference computation ran
+    assert bool(pads) == (keys < SHORT_ROW)  # short rows padded for the softmax
     fused, _ = scaled_dot_product_attention(q, k, v, mask)  # with gradients: the fused kernel
     assert calls
     torch.testing.assert_close(fast, fused, atol=1e-6, rtol=0)

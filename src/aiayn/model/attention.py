@@ -20,6 +20,12 @@ from .dropout import dropout
 # three small products of the reference computation once enough heads are in the batch.
 FEW_QUERIES = 8  # at most this many queries per head
 MANY_QUERY_ROWS = 128  # and at least this many (batch x heads x queries)
+# PyTorch's CPU softmax over fewer entries than one vector register holds (16 float32 with
+# AVX-512) takes a scalar path: 68 us over 512 rows of 15 keys against 7 us at 16 keys. From
+# SHORT_ROWS_MIN scores on, such rows are padded with -inf to SHORT_ROW entries (measured:
+# docs/benchmarks.md); the padding gets weight 0 and is cut off again.
+SHORT_ROW = 16
+SHORT_ROWS_MIN = 2048
 
 
 def scaled_dot_product_attention(
@@ -68,8 +74,12 @@ def scaled_dot_product_attention(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     # 3) normalize and take the weighted sum of values
+    s = scores.size(-1)
     if scores.element_size() == 2:  # PyTorch's bf16 CPU softmax is slow at some lengths
         weights = scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype)
+    elif on_cpu and s < SHORT_ROW and scores.numel() >= SHORT_ROWS_MIN:
+        padded = F.pad(scores, (0, SHORT_ROW - s), value=float("-inf"))
+        weights = padded.softmax(dim=-1)[..., :s]  # (B, H, T, S)
     else:
         weights = scores.softmax(dim=-1)  # (B, H, T, S)
     attended = dropout(weights, dropout_p)
