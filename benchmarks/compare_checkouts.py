@@ -49,9 +49,16 @@ TRAIN_ROWS = [(size, precision) for size in ("small", "base") for precision in (
 STEPS = {"small": (3, 10), "base": (2, 5)}  # (warm-up, timed) steps
 
 
-def in_checkout(checkout: Path, argv: list[str]) -> float:
+# the spin ``aiayn train`` runs with (``aiayn.threads.SHARED_SPIN_COUNT``), given to the
+# training workers, which import aiayn as a library, unless the user chose a policy
+TRAIN_SPIN = {} if {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"} & set(START_ENV) else {
+    "GOMP_SPINCOUNT": "3000"}
+
+
+def in_checkout(checkout: Path, argv: list[str], extra_env: dict[str, str] | None = None
+                ) -> float:
     """Run a worker with ``checkout``'s src/ first on the path; its last line is the figure."""
-    env = {**START_ENV, "PYTHONPATH": str(checkout / "src")}
+    env = {**START_ENV, **(extra_env or {}), "PYTHONPATH": str(checkout / "src")}
     out = subprocess.run([sys.executable, *argv], env=env, check=True, capture_output=True,
                          text=True).stdout
     return float(out.strip().splitlines()[-1])
@@ -68,7 +75,7 @@ def train_rate(checkout: Path, data: Path, size: str, precision: str, max_tokens
     extra = ["--train-steps", *map(str, steps)] if steps else []
     return in_checkout(checkout, [__file__, "--train-worker", str(data), "--size", size,
                                   "--precision", precision, "--max-tokens", str(max_tokens),
-                                  *extra])
+                                  *extra], TRAIN_SPIN)
 
 
 def train_worker(data: str, size: str, precision: str, max_tokens: int,

@@ -22,10 +22,16 @@ hand (needs the bench extra: ``pip install transformers``):
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from contextlib import nullcontext
 
-import torch
+# the OpenMP spin that ``aiayn train`` runs with (aiayn.threads.SHARED_SPIN_COUNT), for every
+# system of this process, set before PyTorch loads, unless the user chose a policy
+if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "3000"
+
+import torch  # noqa: E402
 import torch.nn.functional as F
 from torch import nn
 
