@@ -135,3 +135,15 @@ def test_beam_histories_read_through_the_ancestry_equal_a_gathered_cache(tiny_cf
             got = model.decode_step(tokens[:, -1:], cache)
             want = model(src[cache.src_rows], tokens)[:, -1:]
             torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+
+
+def test_more_rows_than_the_cache_holds_need_a_reorder(tiny_cfg):
+    cache = Transformer(tiny_cfg).eval().init_cache(torch.zeros(2, 3, tiny_cfg.d_model),
+                                                     torch.ones(2, 1, 1, 3, dtype=torch.bool),
+                                                     max_len=4)
+    k = torch.zeros(3, tiny_cfg.n_heads, 1, tiny_cfg.head_dim)
+    with pytest.raises(ValueError, match="3 rows of keys and values for a cache of 2 rows"):
+        cache.append(0, k, k)
+    cache.reorder(torch.tensor([0, 0, 1]))  # a reorder may grow the rows: the slots follow
+    keys, _ = cache.append(0, k, k)
+    assert keys.shape == (3, tiny_cfg.n_heads, 1, tiny_cfg.head_dim)

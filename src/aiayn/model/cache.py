@@ -82,6 +82,9 @@ class DecoderCache:
             raise ValueError(f"decoder cache is full ({self.capacity} positions); "
                              "allocate it with a larger max_len")
         if rows > cache.self_k.size(0):
+            if self.ancestry is None:  # rows only grow through a reorder
+                raise ValueError(f"{rows} rows of keys and values for a cache of "
+                                 f"{cache.self_k.size(0)} rows")
             self._add_slots(rows)
         cache.self_k[:rows, :, self.length:end] = k  # each row writes into its own slot
         cache.self_v[:rows, :, self.length:end] = v
