@@ -15,9 +15,8 @@ CTranslate2's included (both use GNU OpenMP).
 Systems alternate within each row, ``--rounds`` times; the table shows each system's median
 over the rounds. aiayn decodes as ``aiayn.load`` prepares a model (``aiayn.cpu.for_inference``,
 the allocator settings); ``aiayn --compile`` as ``aiayn.load(..., compile=True)`` does
-(``aiayn.compiled``: one-sentence steps compiled), measured at batch 1 only, the one row where
-a step runs compiled ("(eager)" elsewhere). Its warm-up includes the compilation (Inductor's
-disk cache makes it seconds after the first process).
+(``aiayn.compiled``: steps of one row and of many compiled, each kind once). Its warm-up
+includes the compilations (the disk cache makes them a load after the first process).
 
 ``--together`` measures the old way, every system built in one process and run one after the
 other: it shows what that does to the figures (docs/benchmarks.md), nothing else.
@@ -42,7 +41,6 @@ PAD, BOS, EOS = 0, 2, 3
 SYSTEMS = ("aiayn", "aiayn --compile", "aiayn --int8", "Hugging Face", "CTranslate2 float32",
            "CTranslate2 int8")
 FLOAT32 = ("aiayn", "aiayn --compile")  # aiayn's float32 systems
-ONE_ROW = ("aiayn --compile",)  # systems that differ from eager aiayn only at one sentence
 ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
 HERE = Path(__file__).resolve().parent
 START_ENV = dict(os.environ)  # before anything imports aiayn, which sets its thread policy
@@ -225,10 +223,9 @@ def main() -> None:
             built = ({s: build(s, size, work, args.out_len) for s in systems} if args.together
                      else {})
             for batch, beam, label in (row for row in ROWS if row[0] in args.batches):
-                here = [s for s in systems if batch == 1 or s not in ONE_ROW]
-                runs: dict[str, list[float]] = {s: [] for s in here}
+                runs: dict[str, list[float]] = {s: [] for s in systems}
                 for _ in range(args.rounds):
-                    for s in here:  # alternate systems within the row, round after round
+                    for s in systems:  # alternate systems within the row, round after round
                         runs[s].append(measure(built[s], batch, beam, args) if args.together
                                        else run_worker(s, size, batch, beam, work, args))
                 r = {s: statistics.median(v) for s, v in runs.items()}
@@ -238,7 +235,7 @@ def main() -> None:
                          / r.get("CTranslate2 float32", float("nan")))
                 latency = (f"{1000 * args.out_len / ours:.1f}, {1000 * args.out_len / theirs:.1f}"
                            if batch == 1 else "")
-                cells = " | ".join(f"{r[s]:,.0f}" if s in r else "(eager)" for s in systems)
+                cells = " | ".join(f"{r[s]:,.0f}" for s in systems)
                 print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} "
                       f"| {ours / theirs:.2f} | {latency} |", flush=True)
 

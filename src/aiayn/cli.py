@@ -227,9 +227,9 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8", action="store_true",
                    help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
     p.add_argument("--compile", action="store_true",
-                   help="run one-sentence decoding steps as compiled code (float32, CPU; "
-                        "needs a C++ compiler, else decodes as without): lower latency at "
-                        "--batch-tokens small enough for one sentence, see docs")
+                   help="run decoding steps as compiled code (float32, CPU; needs a C++ "
+                        "compiler, else decodes as without; the first run compiles for a "
+                        "minute or so, later ones load it): faster, see docs")
 
 
 def _decode_options(args: argparse.Namespace, nbest: int = 1):
@@ -565,7 +565,8 @@ def _add_serve(sub) -> None:
     p.add_argument("--beam", type=int, default=4, help="beam size (default: 4)")
     p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
     p.add_argument("--compile", action="store_true",
-                   help="run one-sentence greedy steps (--beam 1) as compiled code (float32)")
+                   help="run decoding steps as compiled code (float32, CPU; needs a C++ "
+                        "compiler)")
     p.set_defaults(command_fn=serve_command)
 
 

@@ -1,36 +1,38 @@
-"""A compiled decoding step for one sentence at a time on the CPU.
+"""Compiled decoding steps on the CPU: one for one sentence at a time, one for many rows.
 
-At one sentence a decoding step is two kinds of work: reading every weight once (the products)
+A decoding step is two kinds of work: the products (at one sentence, reading every weight once)
 and about 150 small operations between them (norms, head reshapes, attention, the residuals,
 the log-softmax), each dispatched on its own. ``CompiledSteps`` wraps an inference model
-(``aiayn.cpu.for_inference``) and runs the step of one row as code compiled ahead of time by
-AOTInductor (Inductor's C++ backend, loaded as a shared library): the whole step becomes a few
-dozen generated loops, each product one of them (``CpuLinear.traced_product``: a vectorized dot
-product of the row with every weight row), called from C++ with no Python in between. The step
-is written for compilation: one function over the cache's buffers, the position a tensor, this
-step's keys and values written into the preallocated cache and attention over all of its
-positions with the unwritten ones masked. Its results equal the eager step's to float32
-rounding (tested within 1e-5).
+(``aiayn.cpu.for_inference``) and runs its steps as code compiled ahead of time by AOTInductor
+(Inductor's C++ backend, loaded as a shared library): the whole step becomes a few dozen
+generated loops and product calls, called from C++ with no Python in between. Each step is
+written for compilation, one function over the cache's buffers with the position a tensor, and
+its results equal the eager step's to float32 rounding (tested within 1e-5).
 
-- Greedy search of one sentence runs almost wholly in the compiled code: the step also makes
-  the search's choice under its rules (``greedy_choice``) and writes the token where the next
-  step reads it, so the search's loop only calls the library and reads the token back
-  (``greedy_sentence``). Other searches read the step's log-probabilities.
-
-- Steps of more than one row (batches, a sentence's beams) run eagerly: there oneDNN's
-  products win and per-operation dispatch is a small share of the step (at the 4 rows of one
-  sentence's beams a compiled step was no faster).
-- The compiled step holds no weights: it reads the model's own tensors, bound at load. So one
+- One row (``decoder_step``): each product is a generated loop too (``CpuLinear.
+  traced_product``: a vectorized dot product of the row with every weight row); this step's
+  keys and values are written into the preallocated cache and the attention runs over all of
+  its positions, the unwritten ones masked. Greedy search of one sentence runs almost wholly
+  in the compiled code: the step also makes the search's choice under its rules
+  (``greedy_choice``) and writes the token where the next step reads it, so the search's loop
+  only calls the library and reads the token back (``greedy_sentence``).
+- Two rows or more (``rows_step``: batches, a sentence's beams): the products are oneDNN's, as
+  in the eager step (``CpuLinear``'s copy of each weight in oneDNN's layout, bound like the
+  weights), and everything between them is generated code; each row reads its history through
+  the cache's ancestry table inside the attention's own loop, so a beam search's reorder moves
+  nothing and no gathered copy is written. Rows, sentences, positions, source and cache
+  lengths are symbolic: one compilation serves greedy search and beams of any batch.
+- Other searches than one-sentence greedy read the steps' log-probabilities.
+- A compiled step holds no weights: it reads the model's own tensors, bound at load. So one
   compilation serves every model of the same shape; it is kept on disk (in Inductor's cache
   directory, ``TORCHINDUCTOR_CACHE_DIR``), keyed by the shape, the thread count, this PyTorch
-  and the code of the step, and a later process loads it in milliseconds. Source and
-  cache lengths are symbolic.
+  and the code of the step, and a later process loads it in milliseconds.
 - Where compilation is not available (no C++ compiler, a PyTorch without Inductor for this
   platform), the first step warns once and every step runs eagerly: same results, slower.
 
-Why it pays at one sentence and not beyond, and why compiled ahead of time rather than through
-``torch.compile``: docs/benchmarks.md ("The compiled one-sentence step", "The step compiled
-ahead of time") and docs/design.md.
+Why each pays, and why compiled ahead of time rather than through ``torch.compile``:
+docs/benchmarks.md ("The compiled one-sentence step", "The step compiled ahead of time",
+"Compiled steps of many rows") and docs/design.md.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import torch
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .cpu import CpuLinear
+from .cpu import CpuLinear, onednn_available, onednn_linear
 from .model import DecoderCache, Transformer
 
 # Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
@@ -113,6 +115,55 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
     return model.output_proj(x[:, 0]).float().log_softmax(-1)
 
 
+def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
+              position: Tensor, slots: Tensor, self_k: list[Tensor], self_v: list[Tensor],
+              cross_k: list[Tensor], cross_v: list[Tensor], src_mask: Tensor) -> Tensor:
+    """One decoding step of many rows over the cache's buffers, read through the ancestry:
+    tokens (N, g), the next input of the g rows (beams) of each of N sentences, row-major;
+    position () int64; slots (N, g, position + 1), the buffer slot that holds each row's keys
+    and values at each position (``DecoderCache.history_slots``); per layer self_k / self_v
+    (slots, H, L, Dh), this step's keys and values written at ``position`` into each row's own
+    slot, and cross_k / cross_v (N, H, S, Dh), a sentence's memory shared by its g rows;
+    src_mask (N, 1, 1, S) -> log-probabilities (N * g, V). ``linear(layer, x, activation)``
+    computes the model's linear ``layer`` ("relu" or "none" after it). The same computation as
+    ``Transformer.decode_step`` in inference."""
+    n, g = tokens.shape
+    b, t = n * g, slots.size(2)
+    embed, at = model.tgt_embed, position.view(1)
+    x = embed.token(tokens.reshape(b, 1)) * embed.scale + embed.positions.table.index_select(0, at)
+    _, heads, capacity, dh = self_k[0].shape
+    # rows of a buffer viewed as (slots * H * L, Dh): each row's history in (B, H, t) order,
+    # and where this step's keys and values go (each row's own slot at ``position``)
+    heads_at = torch.arange(heads).view(1, heads, 1)
+    history = ((slots.reshape(b, 1, t) * heads + heads_at) * capacity
+               + torch.arange(t)).reshape(-1)
+    new = ((torch.arange(b).view(b, 1, 1) * heads + heads_at) * capacity + position).reshape(-1)
+    for i, layer in enumerate(model.decoder.layers):
+        attn = layer.self_attn
+        q, k, v = attn._heads(linear(attn.qkv_proj, layer.self_block.enter(x)), 3)  # (B, H, 1, Dh)
+        self_k[i].view(-1, dh).index_copy_(0, new, k.reshape(-1, dh))
+        self_v[i].view(-1, dh).index_copy_(0, new, v.reshape(-1, dh))
+        # written as elementwise products and sums, not matrix products, so that Inductor
+        # reads each key and value where it lies inside the attention's own loops instead of
+        # gathering a copy for a product library (0.73 of the eager step against 0.83)
+        keys = self_k[i].view(-1, dh)[history].view(b, heads, t, dh)
+        values = self_v[i].view(-1, dh)[history].view(b, heads, t, dh)
+        scores = (q * keys).sum(-1, keepdim=True).transpose(-2, -1) * (1.0 / math.sqrt(dh))
+        attended = (scores.softmax(-1).transpose(-2, -1) * values).sum(-2, keepdim=True)
+        y = linear(attn.out_proj, _merge(attended))
+        x = layer.self_block.leave(x, y)
+        attn = layer.cross_attn
+        q = linear(attn.q_proj, layer.cross_block.enter(x)).view(n, g, heads, dh).transpose(1, 2)
+        y = _attend(q, cross_k[i], cross_v[i], src_mask)  # (N, H, g, Dh): a sentence's rows
+        x = layer.cross_block.leave(x, linear(attn.out_proj, _merge(y).view(b, 1, heads * dh)))
+        ffn = layer.ffn
+        hidden = linear(ffn.linear1, layer.ffn_block.enter(x), "relu")
+        x = layer.ffn_block.leave(x, linear(ffn.linear2, hidden))
+    if model.decoder.final_norm is not None:
+        x = model.decoder.final_norm(x)
+    return linear(model.output_proj, x[:, 0]).float().log_softmax(-1)
+
+
 def greedy_choice(lprobs: Tensor, position: Tensor, limits: Tensor, cfg: ModelConfig
                   ) -> tuple[Tensor, Tensor]:
     """Greedy search's next token for one row under the search's rules (``aiayn.decode.search``,
@@ -158,29 +209,96 @@ class _Step(nn.Module):
         return lprobs
 
 
+class _RowsStep(nn.Module):
+    """``rows_step`` as a module for ``torch.export``, its products oneDNN's: besides the model
+    it holds, as parameters, each linear layer's weight in oneDNN's layout (``CpuLinear``'s own
+    copy), under the layer's name, which it writes into the layer (``onednn_name``: export
+    traces the layers through stand-ins, so they are found by name, not by identity). The
+    compiled step keeps no weights of either kind: both are bound at load."""
+
+    def __init__(self, model: Transformer) -> None:
+        super().__init__()
+        self.model = model
+        self.onednn = nn.ParameterDict()
+        for name, layer in model.named_modules():
+            if isinstance(layer, CpuLinear):
+                layer.onednn_name = _onednn_key(name)
+                self.onednn[layer.onednn_name] = nn.Parameter(layer.onednn_weight(),
+                                                              requires_grad=False)
+
+    def forward(self, tokens: Tensor, position: Tensor, slots: Tensor, self_k: list[Tensor],
+                self_v: list[Tensor], cross_k: list[Tensor], cross_v: list[Tensor],
+                src_mask: Tensor) -> Tensor:
+        def linear(layer: CpuLinear, x: Tensor, activation: str = "none") -> Tensor:
+            return onednn_linear(x, self.onednn[layer.onednn_name], layer.bias, activation)
+        return rows_step(self.model, linear, tokens, position, slots, self_k, self_v, cross_k,
+                         cross_v, src_mask)
+
+
+def _onednn_key(name: str) -> str:
+    return name.replace(".", "-")  # a ParameterDict key holds no dots
+
+
 def _weights(step: nn.Module) -> dict[str, Tensor]:
     """Every parameter and buffer by name, tied ones under each of their names."""
     return {**dict(step.named_parameters(remove_duplicate=False)),
             **dict(step.named_buffers(remove_duplicate=False))}
 
 
-def _package_path(model: Transformer, threads: int) -> Path:
-    """Where the compiled step of this shape is kept: named by everything it depends on."""
+def _package_path(model: Transformer, threads: int, kind: str = "step") -> Path:
+    """Where the compiled step of this kind ("step": one row, "rows": many) and shape is kept:
+    named by everything it depends on."""
     from torch._inductor.runtime.cache_dir_utils import cache_dir
     here = Path(__file__).resolve().parent
     key = hashlib.sha256()
-    for part in (repr(model.cfg), threads, torch.__version__, platform.machine(),
+    for part in (kind, repr(model.cfg), threads, torch.__version__, platform.machine(),
                  torch.backends.cpu.get_cpu_capability(), sorted(INDUCTOR_OPTIONS.items()),
                  sorted((n, tuple(t.shape), str(t.dtype)) for n, t in _weights(model).items())):
         key.update(repr(part).encode())
     for source in sorted([here / "compiled.py", here / "cpu.py", *(here / "model").glob("*.py")]):
         key.update(source.read_bytes())
-    return Path(cache_dir()) / "aiayn-steps" / f"step-{key.hexdigest()[:24]}.pt2"
+    return Path(cache_dir()) / "aiayn-steps" / f"{kind}-{key.hexdigest()[:24]}.pt2"
 
 
-def _compile_package(model: Transformer, path: Path) -> None:
-    """Export the step of one row with symbolic source and cache lengths, compile it without
-    its weights and write the package to ``path``."""
+def _compile_package(model: Transformer, path: Path, kind: str = "step") -> None:
+    """Export the step of ``kind`` with symbolic sizes, compile it without its weights and
+    write the package to ``path``."""
+    program = _export_rows(model) if kind == "rows" else _export_step(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
+        built = torch._inductor.aoti_compile_and_package(
+            program, package_path=os.path.join(tmp, path.name),
+            inductor_configs={**INDUCTOR_OPTIONS, "aot_inductor.package_constants_in_so": False})
+        os.replace(built, path)
+
+
+def _export_rows(model: Transformer) -> torch.export.ExportedProgram:
+    """The step of many rows, exported with symbolic sentences, rows per sentence, positions,
+    buffer slots, cache and source lengths."""
+    from torch.export import Dim
+    cfg = model.cfg
+    layers, heads, dh = cfg.n_decoder_layers, cfg.n_heads, cfg.head_dim
+    with torch.inference_mode(False), torch.no_grad():  # export traces plain tensors
+        def zeros(rows: int, length: int) -> list[Tensor]:
+            return [torch.zeros(rows, heads, length, dh) for _ in range(layers)]
+        n, g, t, slots, capacity, source = 3, 2, 4, 7, 9, 5  # examples, all symbolic
+        example = (torch.full((n, g), cfg.start_id, dtype=torch.long), torch.tensor(t - 1),
+                   torch.zeros(n, g, t, dtype=torch.long), zeros(slots, capacity),
+                   zeros(slots, capacity), zeros(n, source), zeros(n, source),
+                   torch.ones(n, 1, 1, source, dtype=torch.bool))
+        sentences, group = Dim("sentences", min=1), Dim("group", min=1)
+        positions, length = Dim("positions", min=1, max=cfg.max_len), Dim("cache", min=1,
+                                                                          max=cfg.max_len)
+        buffers, src_len = Dim("slots", min=1), Dim("source", min=1)
+        dynamic = ({0: sentences, 1: group}, {}, {0: sentences, 1: group, 2: positions},
+                   [{0: buffers, 2: length}] * layers, [{0: buffers, 2: length}] * layers,
+                   [{0: sentences, 2: src_len}] * layers, [{0: sentences, 2: src_len}] * layers,
+                   {0: sentences, 3: src_len})
+        return torch.export.export(_RowsStep(model), example, dynamic_shapes=dynamic)
+
+
+def _export_step(model: Transformer) -> torch.export.ExportedProgram:
+    """The step of one row, exported with symbolic source and cache lengths."""
     from torch.export import Dim
     cfg = model.cfg
     layers, heads, dh = cfg.n_decoder_layers, cfg.n_heads, cfg.head_dim
@@ -196,13 +314,7 @@ def _compile_package(model: Transformer, path: Path) -> None:
         dynamic = ({}, {}, {}, [{2: length}] * layers, [{2: length}] * layers,
                    [{2: src_len}] * layers, [{2: src_len}] * layers, {3: src_len},
                    {0: length}, {0: length})
-        program = torch.export.export(_Step(model), example, dynamic_shapes=dynamic)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
-        built = torch._inductor.aoti_compile_and_package(
-            program, package_path=os.path.join(tmp, path.name),
-            inductor_configs={**INDUCTOR_OPTIONS, "aot_inductor.package_constants_in_so": False})
-        os.replace(built, path)
+        return torch.export.export(_Step(model), example, dynamic_shapes=dynamic)
 
 
 class CompiledSteps(nn.Module):
@@ -223,29 +335,44 @@ class CompiledSteps(nn.Module):
         if not compile_available():
             self._give_up("ahead-of-time compilation is not available for this platform")
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
-        self._steps: dict[int, Callable] = {}  # by thread count
-        self._bound: dict[int, dict[str, Tensor]] = {}
+        self._steps: dict[tuple[str, int], Callable] = {}  # by kind and thread count
+        self._packages: dict[tuple[str, int], object] = {}
+        self._bound: dict[tuple[str, int], dict[str, Tensor]] = {}
+        self._sources: dict[tuple[str, int], list[tuple[Tensor, tuple[int, int]]]] = {}
 
-    def _compiled(self) -> Callable:
-        """The compiled step at the current thread count (generated loops are split among a
-        fixed number of threads), compiled or loaded from disk the first time, with this
-        model's weights bound."""
-        key = torch.get_num_threads()
+    def _compiled(self, kind: str = "step") -> Callable:
+        """The compiled step of ``kind`` ("step": one row, "rows": many) at the current thread
+        count (generated loops are split among a fixed number of threads), compiled or loaded
+        from disk the first time, with this model's weights bound."""
+        key = (kind, torch.get_num_threads())
         if key not in self._steps:
-            path = _package_path(self.model, key)
+            path = _package_path(self.model, key[1], kind)
             if not path.exists():
-                _compile_package(self.model, path)
-            step = torch._inductor.aoti_load_package(str(path))
-            weights = _weights(_Step(self.model))
-            bound = {name: weights[name] for name in step.get_constant_fqns()}
-            # the library reads these tensors where they are, so they are kept alive here
-            # (the model's weights may be updated in place, not replaced)
-            self._bound[key] = bound
-            step.load_constants(bound, check_full_update=True, user_managed=True)
+                _compile_package(self.model, path, kind)
+            self._packages[key] = torch._inductor.aoti_load_package(str(path))
+            self._bind(key)
             # the loader's own entry point: a flat list of tensors in, one out (the package's
             # __call__ would parse its argument structure anew at every step)
-            self._steps[key] = step.loader.run
+            self._steps[key] = self._packages[key].loader.run
+        elif kind == "rows" and any((w._version, w.data_ptr()) != made
+                                    for w, made in self._sources[key]):
+            self._bind(key)  # a weight changed since: its oneDNN copy is made again
         return self._steps[key]
+
+    def _bind(self, key: tuple[str, int]) -> None:
+        """Hand the compiled step of ``key`` the tensors it reads: the model's weights and, for
+        the step of many rows, their oneDNN copies."""
+        package = self._packages[key]
+        weights = _weights(_RowsStep(self.model) if key[0] == "rows" else _Step(self.model))
+        bound = {name: weights[name] for name in package.get_constant_fqns()}
+        # the library reads these tensors where they are, so they are kept alive here
+        # (the model's weights may be updated in place, not replaced)
+        self._bound[key] = bound
+        package.load_constants(bound, check_full_update=True, user_managed=True)
+        # what the oneDNN copies were made from, checked before each step of many rows
+        self._sources[key] = [(layer.weight, (layer.weight._version, layer.weight.data_ptr()))
+                              for layer in self.model.modules() if isinstance(layer, CpuLinear)
+                              and f"onednn.{getattr(layer, 'onednn_name', '')}" in bound]
 
     def _give_up(self, reason: str) -> None:
         """Decode eagerly from now on, and say why once."""
@@ -261,13 +388,24 @@ class CompiledSteps(nn.Module):
 
     def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
         """tgt (rows, t) -> log-probabilities (rows, t, V); the cache advances by t."""
-        if self._compilable(tgt, cache):
-            capacity = cache.capacity
-            cache.gather_pending()  # the compiled step reads the buffers as they stand
-            try:
-                out, = self._compiled()(self._arguments(
+        kind = self._kind(tgt, cache)
+        if kind is not None:
+            layers = cache.layers
+            if kind == "rows":
+                rows, group = tgt.size(0), cache.group
+                slots = cache.history_slots(rows).view(rows // group, group, -1)
+                arguments = [
+                    tgt.reshape(rows // group, group).contiguous(), torch.tensor(cache.length),
+                    slots, *(c.self_k for c in layers), *(c.self_v for c in layers),
+                    *(c.cross_k for c in layers), *(c.cross_v for c in layers), cache.src_mask]
+            else:
+                capacity = cache.capacity
+                cache.gather_pending()  # the compiled step reads the buffers as they stand
+                arguments = self._arguments(
                     tgt.clone(), torch.tensor(cache.length), torch.tensor([0, capacity]), cache,
-                    torch.empty(capacity, dtype=torch.long), torch.empty(capacity)))
+                    torch.empty(capacity, dtype=torch.long), torch.empty(capacity))
+            try:
+                out, = self._compiled(kind)(arguments)
             except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
                 self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
             else:
@@ -286,7 +424,7 @@ class CompiledSteps(nn.Module):
         memory, src_mask, _ = self.encode(src)
         cache = self.init_cache(memory, src_mask, max_len)
         tokens = torch.full((1, 1), self.cfg.start_id, dtype=torch.long, device=src.device)
-        if not self._compilable(tokens, cache):
+        if self._kind(tokens, cache) != "step":
             return None
         chosen, chosen_lp = torch.empty(max_len, dtype=torch.long), torch.empty(max_len)
         arguments = self._arguments(tokens, torch.tensor(0), torch.tensor([min_len, max_len]),
@@ -316,16 +454,22 @@ class CompiledSteps(nn.Module):
                 *(c.self_v for c in layers), *(c.cross_k for c in layers),
                 *(c.cross_v for c in layers), cache.src_mask, chosen, chosen_lp]
 
-    def _compilable(self, tgt: Tensor, cache: DecoderCache) -> bool:
-        """One new position of one row, float32 on the CPU, in inference, of a model with
-        ``CpuLinear`` layers (not int8); and compilation has not failed."""
-        if (self.failed is not None or tgt.shape != (1, 1) or cache.group != 1
+    def _kind(self, tgt: Tensor, cache: DecoderCache) -> str | None:
+        """Which compiled step serves this step: "step" for one new position of one row, "rows"
+        for one of two rows or more where oneDNN's products run, None (eager) otherwise: only
+        float32 on the CPU, in inference, a model with ``CpuLinear`` layers (not int8), and
+        while compilation has not failed."""
+        if (self.failed is not None or tgt.dim() != 2 or tgt.size(1) != 1
                 or torch.is_grad_enabled() or not tgt.is_cpu or cache.length >= cache.capacity
                 or cache.src_mask is None):
-            return False
+            return None
         first = cache.layers[0]
-        return (first.self_k.dtype == torch.float32 and first.cross_k is not None
-                and isinstance(self.model.output_proj, CpuLinear))
+        if not (first.self_k.dtype == torch.float32 and first.cross_k is not None
+                and isinstance(self.model.output_proj, CpuLinear)):
+            return None
+        if tgt.size(0) == 1 and cache.group == 1:
+            return "step"
+        return "rows" if onednn_available() else None
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced log-probabilities (B, T, V), as ``Ensemble`` returns them."""

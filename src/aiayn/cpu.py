@@ -148,6 +148,11 @@ class CpuLinear(nn.Module):
         """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""
         return onednn_linear(x, self._reorder(self.weight), self.bias)
 
+    def onednn_weight(self) -> Tensor:
+        """The weight in oneDNN's layout, the copy ``onednn_product`` uses (made again when the
+        weight or its values changed)."""
+        return self._reorder(self.weight)
+
     def split_product(self, x: Tensor) -> Tensor:
         """One block of output features per thread, as a batched product (float32 CPU
         inference, once ``_split`` has made the blocks)."""

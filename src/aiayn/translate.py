@@ -132,7 +132,7 @@ class Translator:
         several paths make an ensemble (``aiayn.decode.ensemble``), which needs one vocabulary.
 
         ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
-        ``compile``: one-sentence steps run as compiled code (``aiayn.compiled``; float32, CPU).
+        ``compile``: decoding steps run as compiled code (``aiayn.compiled``; float32, CPU).
         """
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")

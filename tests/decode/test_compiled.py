@@ -1,5 +1,6 @@
-"""The compiled decoding step against the eager one: same log-probabilities, same beams, batch
-invariance, and eager decoding where compilation is unavailable."""
+"""The compiled decoding steps (one row, many rows) against the eager one: same
+log-probabilities, same beams, batch invariance, and eager decoding where compilation is
+unavailable."""
 
 import shutil
 from dataclasses import replace
@@ -44,23 +45,85 @@ def test_compiled_steps_equal_eager_steps_within_1e_5():
 
 
 def _eager_compiled_and_100_sources(toy_model, seed):
-    """The toy model for inference, eager and compiled, and 100 encoded source sentences."""
+    """The toy model for inference, eager (counting its steps in ``steps``) and compiled, and
+    100 encoded source sentences."""
     model = ckpt.load_model(toy_model)
     eager = for_inference(model)
+    step = eager.decode_step
+
+    def counted(tgt, cache):
+        eager.steps += 1
+        return step(tgt, cache)
+    eager.steps, eager.decode_step = 0, counted
     compiled = CompiledSteps(for_inference(model), warn=pytest.fail)
     translator = Translator(eager, ckpt.load_tokenizer(toy_model))
     return eager, compiled, [translator.encode_source(s) for s, _ in toy_pairs(100, seed=seed)]
 
 
+def _batch(sources, pad):
+    """Source sentences as one padded (N, S) batch."""
+    src = torch.full((len(sources), max(map(len, sources))), pad)
+    for row, ids in zip(src, sources):
+        row[:len(ids)] = torch.tensor(ids)
+    return src
+
+
 def test_compiled_beams_equal_eager_beams_on_100_sentences(toy_model):
     eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=3)
-    for ids in sources:  # one sentence at a time: its first step (one row) compiled
+    for ids in sources:  # one sentence at a time: its first step one row, then its 4 beams
         src = torch.tensor([ids])
         want = beam_search(eager, src, beam=4, nbest=4)[0]
         got = beam_search(compiled, src, beam=4, nbest=4)[0]
         assert [h.tokens for h in got] == [h.tokens for h in want]
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
-    assert compiled.compiled_steps == 100  # then its 4 beams: eager
+    assert compiled.compiled_steps == eager.steps  # every step compiled, of both kinds
+
+
+def test_compiled_steps_of_many_rows_equal_eager_steps_within_1e_5(toy_model):
+    eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=9)
+    src = _batch(sources[:3], eager.cfg.pad_id)
+    generator = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        memory, src_mask, _ = eager.encode(src)
+        caches = [m.init_cache(memory, src_mask, 12) for m in (eager, compiled)]
+        tokens = torch.full((3, 1), eager.cfg.bos_id)
+        for step in range(10):
+            want = eager.decode_step(tokens, caches[0]).log_softmax(-1)
+            got = compiled.decode_step(tokens, caches[1])
+            assert got.shape == want.shape
+            assert (got - want).abs().max() <= 1e-5
+            # beams that continue other beams of their sentence (the first step grows the
+            # rows to 4 a sentence), then a sentence that leaves
+            rows = tokens.size(0)
+            if step == 0:
+                keep, group = torch.arange(3).repeat_interleave(4), 4
+            elif step == 6:
+                keep, group = torch.arange(4, rows), 4
+            else:
+                base = torch.arange(rows) // 4 * 4
+                keep, group = base + torch.randint(0, 4, (rows,), generator=generator), None
+            for cache in caches:
+                cache.reorder(keep, group=group)
+            tokens = want[keep, -1].argmax(-1, keepdim=True)
+    assert compiled.compiled_steps == 10 == eager.steps
+
+
+def test_compiled_beams_of_a_batch_equal_eager_and_each_sentence_alone(toy_model):
+    eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=8)
+    sources = sources[:24]  # of different lengths: sentences leave the batch at different steps
+    want = beam_search(eager, _batch(sources, eager.cfg.pad_id), beam=4, nbest=2)
+    got = beam_search(compiled, _batch(sources, eager.cfg.pad_id), beam=4, nbest=2)
+    assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps]
+                                                         for hyps in want]
+    for hyps_got, hyps_want in zip(got, want):
+        assert [h.score for h in hyps_got] == pytest.approx([h.score for h in hyps_want],
+                                                            abs=1e-5)
+    assert compiled.compiled_steps == eager.steps
+    for i in range(0, 24, 4):  # batch invariance: alone, the same hypotheses and scores
+        alone = beam_search(compiled, torch.tensor([sources[i]]), beam=4, nbest=2)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in got[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in got[i]], abs=1e-5)
+    assert compiled.failed is None
 
 
 def test_compiled_greedy_sentences_equal_eager_greedy_on_100_sentences(toy_model):
@@ -101,7 +164,7 @@ def test_a_batch_left_with_one_row_goes_on_compiled_with_that_row(toy_model):
     got = greedy_search(compiled, src, **options)  # the first row leaves; the second goes on
     assert [h.tokens for h in got] == [h.tokens for h in want]
     assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
-    assert compiled.compiled_steps == len(long) - len(short)
+    assert compiled.compiled_steps == eager.steps  # two rows, then one: both kinds compiled
 
 
 def _packages_in(directory, monkeypatch):
@@ -152,12 +215,13 @@ def test_without_a_compiler_decoding_warns_once_and_runs_eagerly(tmp_path, monke
     assert compiled.compiled_steps == 0
 
 
-def test_compiled_steps_never_run_beyond_one_row_nor_for_int8():
+def test_steps_of_many_rows_run_eagerly_without_onednn_and_int8_ones_never_compiled():
     model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
     compiled = CompiledSteps(model, warn=pytest.fail)
     src = random_tokens(4, 6)
-    assert [h.tokens for h in greedy_search(compiled, src)] == [
-        h.tokens for h in greedy_search(model, src)]
+    with torch.backends.mkldnn.flags(enabled=False):  # the compiled step's products: oneDNN's
+        assert [h.tokens for h in greedy_search(compiled, src)] == [
+            h.tokens for h in greedy_search(model, src)]
     assert compiled.compiled_steps == 0  # four rows: eager
     int8 = CompiledSteps(for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)),
                                        int8=True), warn=pytest.fail)

@@ -76,16 +76,9 @@ class DecoderCache:
         valid keys/values (B, H, length + t, Dh), each row's own history. After a reorder they
         are gathered into buffers that the next ``append`` (of any layer) overwrites. The
         caller advances ``length`` once per step."""
-        cache = self.layers[layer]
         rows, end = k.size(0), self.length + k.size(2)
-        if end > self.capacity:
-            raise ValueError(f"decoder cache is full ({self.capacity} positions); "
-                             "allocate it with a larger max_len")
-        if rows > cache.self_k.size(0):
-            if self.ancestry is None:  # rows only grow through a reorder
-                raise ValueError(f"{rows} rows of keys and values for a cache of "
-                                 f"{cache.self_k.size(0)} rows")
-            self._add_slots(rows)
+        self._make_room(rows, end)
+        cache = self.layers[layer]
         cache.self_k[:rows, :, self.length:end] = k  # each row writes into its own slot
         cache.self_v[:rows, :, self.length:end] = v
         if self.ancestry is None:
@@ -93,6 +86,32 @@ class DecoderCache:
         index = self._history_index(rows, end)
         return self._gather("k", cache.self_k, index, end), self._gather("v", cache.self_v, index,
                                                                          end)
+
+    def history_slots(self, rows: int) -> Tensor:
+        """For a step of ``rows`` rows that writes position ``length`` into each row's own slot:
+        the slot that holds each row's keys and values at every position so far, the row's own
+        at ``length``, as a new contiguous (rows, length + 1) tensor. Grows the buffers first
+        where a reorder added rows. For code that reads the buffers through the ancestry itself
+        (the compiled step of many rows, ``aiayn.compiled``)."""
+        end = self.length + 1
+        self._make_room(rows, end)
+        own = torch.arange(rows, device=self.src_rows.device)
+        if self.ancestry is None:
+            return own[:, None].expand(rows, end).contiguous()
+        self.ancestry[:, self.length] = own
+        return self.ancestry[:, :end].contiguous()
+
+    def _make_room(self, rows: int, end: int) -> None:
+        """Check that positions up to ``end`` fit, and grow the buffers to ``rows`` slots where a
+        reorder added rows (without one, more rows than slots is a caller's mistake)."""
+        if end > self.capacity:
+            raise ValueError(f"decoder cache is full ({self.capacity} positions); "
+                             "allocate it with a larger max_len")
+        slots = self.layers[0].self_k.size(0)
+        if rows > slots:
+            if self.ancestry is None:  # rows only grow through a reorder
+                raise ValueError(f"{rows} rows of keys and values for a cache of {slots} rows")
+            self._add_slots(rows)
 
     def _history_index(self, rows: int, end: int) -> Tensor:
         """Rows of the buffers viewed as (slots * H * L, Dh) that make up every row's history,
