@@ -48,7 +48,8 @@ def main() -> None:
                            max_len_b=30)
 
     for _ in range(2):
-        search(compiled), search(eager)
+        search(compiled)
+        search(eager)
     ratios, same = [], True
     for _ in range(args.pairs):
         start = time.perf_counter()

@@ -132,8 +132,9 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
     embed, at = model.tgt_embed, position.view(1)
     x = embed.token(tokens.reshape(b, 1)) * embed.scale + embed.positions.table.index_select(0, at)
     _, heads, capacity, dh = self_k[0].shape
-    # rows of a buffer viewed as (slots * H * L, Dh): each row's history in (B, H, t) order,
-    # and where this step's keys and values go (each row's own slot at ``position``)
+    # rows of a buffer viewed as (slots * H * L, Dh): each row's history in (B, H, t) order
+    # (as ``DecoderCache._history_index`` makes it for the eager step), and where this step's
+    # keys and values go (each row's own slot at ``position``)
     heads_at = torch.arange(heads).view(1, heads, 1)
     history = ((slots.reshape(b, 1, t) * heads + heads_at) * capacity
                + torch.arange(t)).reshape(-1)
@@ -363,16 +364,18 @@ class CompiledSteps(nn.Module):
         """Hand the compiled step of ``key`` the tensors it reads: the model's weights and, for
         the step of many rows, their oneDNN copies."""
         package = self._packages[key]
-        weights = _weights(_RowsStep(self.model) if key[0] == "rows" else _Step(self.model))
+        step = _RowsStep(self.model) if key[0] == "rows" else _Step(self.model)
+        weights = _weights(step)
         bound = {name: weights[name] for name in package.get_constant_fqns()}
         # the library reads these tensors where they are, so they are kept alive here
         # (the model's weights may be updated in place, not replaced)
         self._bound[key] = bound
         package.load_constants(bound, check_full_update=True, user_managed=True)
-        # what the oneDNN copies were made from, checked before each step of many rows
-        self._sources[key] = [(layer.weight, (layer.weight._version, layer.weight.data_ptr()))
-                              for layer in self.model.modules() if isinstance(layer, CpuLinear)
-                              and f"onednn.{getattr(layer, 'onednn_name', '')}" in bound]
+        if key[0] == "rows":  # what the oneDNN copies were made from, checked at each step
+            self._sources[key] = [
+                (layer.weight, (layer.weight._version, layer.weight.data_ptr()))
+                for layer in step.model.modules()
+                if isinstance(layer, CpuLinear) and f"onednn.{layer.onednn_name}" in bound]
 
     def _give_up(self, reason: str) -> None:
         """Decode eagerly from now on, and say why once."""
@@ -390,9 +393,8 @@ class CompiledSteps(nn.Module):
         """tgt (rows, t) -> log-probabilities (rows, t, V); the cache advances by t."""
         kind = self._kind(tgt, cache)
         if kind is not None:
-            layers = cache.layers
             if kind == "rows":
-                rows, group = tgt.size(0), cache.group
+                rows, group, layers = tgt.size(0), cache.group, cache.layers
                 slots = cache.history_slots(rows).view(rows // group, group, -1)
                 arguments = [
                     tgt.reshape(rows // group, group).contiguous(), torch.tensor(cache.length),

@@ -249,3 +249,18 @@ def test_without_torch_compile_the_model_warns_at_once_and_decodes_eagerly(monke
     src = random_tokens(1, 6)
     assert greedy_search(compiled, src)[0].tokens == greedy_search(model, src)[0].tokens
     assert compiled.compiled_steps == 0 and len(warnings) == 1
+
+
+def test_a_weight_changed_in_place_reaches_the_compiled_step_of_many_rows(toy_model):
+    eager, compiled, sources = _eager_compiled_and_100_sources(toy_model, seed=10)
+    src = _batch(sources[:4], eager.cfg.pad_id)
+    beam_search(compiled, src, beam=4)  # compiled and bound with the weights as they were
+    with torch.no_grad():  # the compiled model shares the eager one's parameters
+        eager.decoder.layers[0].ffn.linear1.weight.mul_(1.5)
+    want = beam_search(eager, src, beam=4, nbest=2)
+    got = beam_search(compiled, src, beam=4, nbest=2)
+    for hyps_got, hyps_want in zip(got, want):
+        assert [h.tokens for h in hyps_got] == [h.tokens for h in hyps_want]
+        assert [h.score for h in hyps_got] == pytest.approx([h.score for h in hyps_want],
+                                                            abs=1e-5)
+    assert compiled.failed is None
