@@ -1,4 +1,4 @@
-"""Training throughput (target tokens/s): aiayn's trainer step against two peers.
+"""Training throughput (target tokens/s): aiayn's trainer step against two peers, each alone.
 
 - aiayn: ``aiayn.train.trainer.train_step`` (the step the trainer runs) on our Transformer.
 - torch: a plain PyTorch loop: nn.Embedding x sqrt(d) + sinusoidal positions, nn.Transformer
@@ -6,15 +6,19 @@
 - marian: Hugging Face ``MarianMTModel`` of the same size (ReLU, scaled and tied embeddings,
   sinusoidal positions), loss as the torch loop.
 
-All three take the same token batches (``aiayn prepare`` output, ``--max-tokens`` per batch),
-the same Adam (fused for aiayn and Marian, as aiayn's trainer and Hugging Face's Trainer build
-it; PyTorch's default for the plain loop) and label smoothing 0.1, in one process (glibc's
-allocator set as ``aiayn train`` sets it, for all three), alternating step by step. float32
-and bf16 autocast. Each rate is also given as matrix-product GFLOP/s (the products of forward and
-backward counted from the padded shapes: ``matmul_flops``) and as a share of this CPU's
-ceiling, the rate of one large matrix product in that precision measured at the start (the
-faster of PyTorch's product and oneDNN's). Run by
-hand (needs the bench extra: ``pip install transformers``):
+Each system trains in its own process, which loads nothing of the others: the parent cuts the
+token batches once (``aiayn prepare`` output, ``--max-tokens`` padded tokens per side) into a
+safetensors file, and every worker reads the same batches from it as plain tensors. Rounds
+alternate the systems (the order rotates each round); a worker takes ``--warmup`` untimed steps,
+then ``--steps`` timed ones, and the table gives medians over rounds. The same Adam settings
+(fused for aiayn and Marian, as aiayn's trainer and Hugging Face's Trainer build it; PyTorch's
+default for the plain loop) and label smoothing 0.1; every worker runs with the OpenMP spin and
+glibc allocator settings that ``aiayn train`` uses. float32 and bf16 autocast. Each rate is also
+given as matrix-product GFLOP/s (the products of forward and backward counted from the padded
+shapes: ``matmul_flops``) and as a share of this CPU's ceiling, the rate of one large matrix
+product in that precision (the faster of PyTorch's product and oneDNN's), measured in its own
+process at the start of every round. Run by hand (needs the bench extra: ``pip install
+transformers``):
 
     .venv/bin/python benchmarks/train_throughput.py --data runs/quality/data [--sizes small base]
 """
@@ -22,57 +26,115 @@ hand (needs the bench extra: ``pip install transformers``):
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
+SYSTEMS = ("aiayn", "torch", "marian")
 # the OpenMP spin that ``aiayn train`` runs with (aiayn.threads.SHARED_SPIN_COUNT), for every
-# system of this process, set before PyTorch loads, unless the user chose a policy
-if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
-    os.environ["GOMP_SPINCOUNT"] = "3000"
-
-import torch  # noqa: E402
-import torch.nn.functional as F
-from torch import nn
-
-from aiayn import ModelConfig, Transformer
-from aiayn.cpu import onednn_available, onednn_linear, onednn_reorder, reuse_freed_memory
-from aiayn.data.corpus import ParallelCorpus, token_batches
-from aiayn.model import causal_mask, sinusoidal_table
-from aiayn.train.recipe import TrainConfig
-from aiayn.train.trainer import train_step
+# worker, set before PyTorch loads, unless the user chose a policy
+SPIN = {"GOMP_SPINCOUNT": "3000"}
+ENV = dict(os.environ)  # as given, before importing aiayn sets a spin for this process
 
 
-class TorchLoop(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=0)
-        self.register_buffer("pe", sinusoidal_table(cfg.max_len, cfg.d_model))
-        self.core = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers,
-                                   cfg.n_decoder_layers, cfg.d_ff, dropout=cfg.dropout,
-                                   batch_first=True)
-        self.drop = nn.Dropout(cfg.dropout)
-
-    def embed_tokens(self, x):
-        return self.drop(self.embed(x) * self.cfg.d_model ** 0.5 + self.pe[: x.size(1)])
-
-    def forward(self, src, tgt_in):
-        pad = src == 0
-        out = self.core(self.embed_tokens(src), self.embed_tokens(tgt_in),
-                        src_key_padding_mask=pad, memory_key_padding_mask=pad,
-                        tgt_mask=~causal_mask(tgt_in.size(1))[0, 0], tgt_is_causal=True)
-        return F.linear(out, self.embed.weight)
+# ------------------------------------------------------------------ workers (one system each)
+def load_batches(path: str) -> list[tuple]:
+    from safetensors.torch import load_file
+    tensors = load_file(path)
+    n = len(tensors) // 3
+    return [(tensors[f"{i}.src"], tensors[f"{i}.tgt_in"], tensors[f"{i}.tgt_out"])
+            for i in range(n)]
 
 
-def marian(cfg: ModelConfig) -> nn.Module:
+def use_aiayn_allocator() -> None:
+    """glibc's thresholds as ``aiayn.cpu.reuse_freed_memory`` sets them, without loading aiayn
+    in a peer's process (the values are checked against aiayn's in ``main``)."""
+    import ctypes
+    import ctypes.util
+    if sys.platform.startswith("linux") and os.environ.get("AIAYN_KEEP_MALLOC") != "1":
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+        mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
+        mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+
+
+def aiayn_worker(shape: dict, precision: str):
+    import torch
+
+    from aiayn import ModelConfig, Transformer
+    from aiayn.cpu import reuse_freed_memory
+    from aiayn.data.corpus import Batch
+    from aiayn.train.recipe import TrainConfig
+    from aiayn.train.trainer import train_step
+
+    reuse_freed_memory()  # as `aiayn train` does on the CPU
+    cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])
+    model = Transformer(cfg).train()
+    train_cfg = TrainConfig(preset=shape["size"], precision=precision)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    cpu = torch.device("cpu")
+
+    def step(batch):
+        train_step(model, opt, scaler, [Batch(*batch, pad_id=0)], lr=1e-4, cfg=train_cfg,
+                   device=cpu)
+    return step
+
+
+def sinusoids(max_len: int, d: int):
+    import torch
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-torch.log(torch.tensor(1e4))
+                                                                    / d))
+    table = torch.zeros(max_len, d)
+    table[:, 0::2], table[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+    return table
+
+
+def torch_loop(shape: dict):
+    import torch
+    from torch import nn
+
+    class TorchLoop(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            d = shape["d_model"]
+            self.scale = d ** 0.5
+            self.embed = nn.Embedding(shape["vocab"], d, padding_idx=0)
+            self.register_buffer("pe", sinusoids(shape["max_len"], d))
+            self.core = nn.Transformer(d, shape["heads"], shape["layers"], shape["layers"],
+                                       shape["d_ff"], dropout=shape["dropout"], batch_first=True)
+            self.drop = nn.Dropout(shape["dropout"])
+
+        def embed_tokens(self, x):
+            return self.drop(self.embed(x) * self.scale + self.pe[: x.size(1)])
+
+        def forward(self, src, tgt_in):
+            pad = src == 0
+            t = tgt_in.size(1)
+            causal = torch.ones(t, t, dtype=torch.bool).triu(1)  # True = may not attend
+            out = self.core(self.embed_tokens(src), self.embed_tokens(tgt_in),
+                            src_key_padding_mask=pad, memory_key_padding_mask=pad,
+                            tgt_mask=causal, tgt_is_causal=True)
+            return nn.functional.linear(out, self.embed.weight)
+    return TorchLoop()
+
+
+def marian(shape: dict):
+    from torch import nn
     from transformers import MarianConfig, MarianMTModel
-    conf = MarianConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model,
-                        encoder_layers=cfg.n_encoder_layers, decoder_layers=cfg.n_decoder_layers,
-                        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
-                        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff, dropout=cfg.dropout,
+    conf = MarianConfig(vocab_size=shape["vocab"], d_model=shape["d_model"],
+                        encoder_layers=shape["layers"], decoder_layers=shape["layers"],
+                        encoder_attention_heads=shape["heads"],
+                        decoder_attention_heads=shape["heads"], encoder_ffn_dim=shape["d_ff"],
+                        decoder_ffn_dim=shape["d_ff"], dropout=shape["dropout"],
                         attention_dropout=0.0, activation_dropout=0.0, activation_function="relu",
-                        max_position_embeddings=cfg.max_len, scale_embedding=True,
+                        max_position_embeddings=shape["max_len"], scale_embedding=True,
                         pad_token_id=0, eos_token_id=3, decoder_start_token_id=2,
                         share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
     model = MarianMTModel(conf)
@@ -88,24 +150,37 @@ def marian(cfg: ModelConfig) -> nn.Module:
     return Wrap()
 
 
-def matmul_flops(cfg: ModelConfig, batch) -> float:
-    """FLOPs of the matrix products of one training step on ``batch`` (padded shapes): every
-    projection, the attention products (full T x T for causal self-attention, as computed) and
-    the output projection; forward 2 x multiply-adds, backward twice the forward."""
-    b, s = batch.src.shape
-    t = batch.tgt_in.size(1)
-    d, f, v = cfg.d_model, cfg.d_ff, cfg.target_vocab_size
-    encoder = b * s * (4 * d * d + 2 * d * f) + 2 * b * s * s * d
-    decoder = (b * t * (6 * d * d + 2 * d * f) + b * s * 2 * d * d  # + cross K, V of memory
-               + 2 * b * t * t * d + 2 * b * t * s * d)
-    macs = cfg.n_encoder_layers * encoder + cfg.n_decoder_layers * decoder + b * t * d * v
-    return 3 * 2 * macs
+def peer_worker(system: str, shape: dict, precision: str):
+    import torch
+    import torch.nn.functional as F
+
+    use_aiayn_allocator()
+    model = (torch_loop(shape) if system == "torch" else marian(shape)).train()
+    # each system's Adam as its toolkit builds it: Hugging Face's Trainer (its default for
+    # torch >= 2.8, adamw_torch_fused) the fused kernel, a plain loop PyTorch's default
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                           fused=system == "marian")
+    bf16 = precision == "bf16"
+
+    def step(batch):
+        src, tgt_in, tgt_out = batch
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext():
+            logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+                               label_smoothing=0.1, reduction="sum")
+        opt.zero_grad(set_to_none=True)
+        (loss / (tgt_out != 0).sum()).backward()
+        opt.step()
+    return step
 
 
 def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
     """GFLOP/s of one n x n x n matrix product in ``precision``, the best of ``repeats`` and of
     two libraries: PyTorch's own product (MKL in float32, oneDNN in bfloat16 on x86) and
     oneDNN's linear product (which PyTorch does not use for float32 training)."""
+    import torch
+
+    from aiayn.cpu import onednn_available, onednn_linear, onednn_reorder
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     products = [lambda: a @ b]
@@ -121,85 +196,155 @@ def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
     return 2 * n ** 3 / best / 1e9
 
 
-def peer_step(model, opt, batch, precision):
-    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
-    with ctx:
-        logits = model(batch.src, batch.tgt_in)
-    loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
-                           label_smoothing=0.1, reduction="sum")
-    opt.zero_grad(set_to_none=True)
-    (loss / batch.target_tokens).backward()
-    opt.step()
-
-
-def bench(corpus, size, precision, steps, max_tokens, systems):
-    vocab = int(max(corpus.sides["src"][0].max(), corpus.sides["tgt"][0].max())) + 1
-    vocab = max(vocab, 8000)
-    cfg = ModelConfig.preset(size, vocab_size=vocab)
+def worker(args: argparse.Namespace) -> None:
+    """One system's run, printed as one JSON line: seconds of each timed step."""
+    import torch
+    if args.worker == "ceiling":
+        print(json.dumps({"gflops": ceiling(args.precision)}))
+        return
+    shape = json.loads(args.shape)
+    batches = load_batches(args.batches)
     torch.manual_seed(0)
-    train_cfg = TrainConfig(preset=size, precision=precision)
-    models = {}
-    if "aiayn" in systems:
-        models["aiayn"] = Transformer(cfg).train()
-    if "torch" in systems:
-        models["torch"] = TorchLoop(cfg).train()
-    if "marian" in systems:
-        models["marian"] = marian(cfg).train()
-    # each system's Adam as its toolkit builds it: aiayn's trainer and Hugging Face's Trainer
-    # (its default for torch >= 2.8, adamw_torch_fused) the fused kernel, a plain loop the default
-    fused = {"aiayn": True, "torch": False, "marian": True}
-    opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
-                                fused=fused[k])
-            for k, m in models.items()}
-    scaler = torch.amp.GradScaler("cpu", enabled=False)
-    batches = token_batches(corpus.sizes, max_tokens, seed=1, epoch=0)[: steps + 3]
-    batches = [corpus.collate(b, cfg) for b in batches]
-    times = {k: [] for k in models}
-    tokens = sum(b.target_tokens for b in batches[3:])
-    flops = sum(matmul_flops(cfg, b) for b in batches[3:])
+    step = (aiayn_worker(shape, args.precision) if args.worker == "aiayn"
+            else peer_worker(args.worker, shape, args.precision))
+    times = []
     for i, batch in enumerate(batches):
-        for name, model in models.items():
-            start = time.perf_counter()
-            if name == "aiayn":
-                train_step(model, opts[name], scaler, [batch], lr=1e-4, cfg=train_cfg,
-                           device=torch.device("cpu"))
-            else:
-                peer_step(model, opts[name], batch, precision)
-            if i >= 3:  # warm-up
-                times[name].append(time.perf_counter() - start)
-    return ({k: tokens / sum(v) for k, v in times.items()},
-            {k: flops / sum(v) / 1e9 for k, v in times.items()})
+        start = time.perf_counter()
+        step(batch)
+        if i >= args.warmup:
+            times.append(time.perf_counter() - start)
+    print(json.dumps({"seconds": times, "threads": torch.get_num_threads(),
+                      "aiayn_loaded": "aiayn" in sys.modules}))
+
+
+# ------------------------------------------------------------------ parent
+def matmul_flops(shape: dict, src_shape, tgt_shape) -> float:
+    """FLOPs of the matrix products of one training step on a batch (padded shapes): every
+    projection, the attention products (full T x T for causal self-attention, as computed) and
+    the output projection; forward 2 x multiply-adds, backward twice the forward."""
+    b, s = src_shape
+    t = tgt_shape[1]
+    d, f, v = shape["d_model"], shape["d_ff"], shape["vocab"]
+    encoder = b * s * (4 * d * d + 2 * d * f) + 2 * b * s * s * d
+    decoder = (b * t * (6 * d * d + 2 * d * f) + b * s * 2 * d * d  # + cross K, V of memory
+               + 2 * b * t * t * d + 2 * b * t * s * d)
+    macs = shape["layers"] * (encoder + decoder) + b * t * d * v
+    return 3 * 2 * macs
+
+
+def write_batches(data: str, max_tokens: int, count: int, path: Path) -> list:
+    """The first ``count`` token batches of epoch 0 as a safetensors file; their batches."""
+    from safetensors.torch import save_file
+
+    from aiayn import ModelConfig
+    from aiayn.data.corpus import ParallelCorpus, token_batches
+    corpus = ParallelCorpus(data, "train")
+    cfg = ModelConfig.preset("small", vocab_size=8000)  # collate uses its pad and length cap
+    batches = [corpus.collate(b, cfg) for b in token_batches(corpus.sizes, max_tokens, seed=1,
+                                                             epoch=0)[:count]]
+    tensors = {}
+    for i, b in enumerate(batches):
+        tensors.update({f"{i}.src": b.src.contiguous(), f"{i}.tgt_in": b.tgt_in.contiguous(),
+                        f"{i}.tgt_out": b.tgt_out.contiguous()})
+    save_file(tensors, str(path))
+    vocab = max(8000, 1 + max(int(b.src.max()) for b in batches),
+                1 + max(int(b.tgt_out.max()) for b in batches))
+    return batches, vocab
+
+
+def run_worker(argv: list[str]) -> dict:
+    env = dict(ENV)
+    if "OMP_WAIT_POLICY" not in env:
+        env.update({k: v for k, v in SPIN.items() if k not in env})
+    done = subprocess.run([sys.executable, __file__, *argv], env=env, capture_output=True,
+                          text=True)
+    if done.returncode:
+        sys.exit(f"worker {' '.join(argv[:2])} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="a prepared data directory")
+    parser.add_argument("--data", help="a prepared data directory")
     parser.add_argument("--sizes", nargs="+", default=["small", "base"])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
-    parser.add_argument("--systems", nargs="+", default=["aiayn", "torch", "marian"])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per worker")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=4000)
+    parser.add_argument("--worker", choices=(*SYSTEMS, "ceiling"), help=argparse.SUPPRESS)
+    parser.add_argument("--shape", help=argparse.SUPPRESS)
+    parser.add_argument("--precision", help=argparse.SUPPRESS)
+    parser.add_argument("--batches", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    corpus = ParallelCorpus(args.data, "train")
-    reuse_freed_memory()  # as `aiayn train` does on the CPU; process-wide, so for every system
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; batches of "
-          f"<= {args.max_tokens} padded tokens from {args.data}; {args.steps} timed steps each")
-    peaks = {p: ceiling(p) for p in args.precisions}
-    print("ceiling (one 2048^3 matrix product): "
-          + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()))
-    print("| size | precision | " + " | ".join(f"{s} tgt tok/s" for s in args.systems)
-          + " | aiayn / best peer | " + " | ".join(f"{s} % of ceiling" for s in args.systems)
-          + " |")
-    print("|---|---|" + "---:|" * (2 * len(args.systems) + 1))
-    for size in args.sizes:
+    if args.worker:
+        return worker(args)
+    if not args.data:
+        parser.error("--data is required")
+
+    from aiayn import ModelConfig, cpu
+    assert (cpu.MMAP_THRESHOLD, cpu.TRIM_THRESHOLD) == (64 << 20, 1 << 30), \
+        "use_aiayn_allocator's values no longer match aiayn.cpu's"
+    tmp = Path(tempfile.mkdtemp(prefix="train-throughput-"))
+    batches, vocab = write_batches(args.data, args.max_tokens, args.warmup + args.steps,
+                                   tmp / "batches.safetensors")
+    timed = batches[args.warmup:]
+    tokens = sum(b.target_tokens for b in timed)
+    print(f"{sys.executable}; batches of <= {args.max_tokens} padded tokens from {args.data}; "
+          f"each system alone in its own process: {args.warmup} untimed, then {args.steps} "
+          f"timed steps; {args.rounds} rounds, order rotating; GOMP_SPINCOUNT="
+          f"{ENV.get('GOMP_SPINCOUNT', SPIN['GOMP_SPINCOUNT'])}", flush=True)
+    rows = [(size, precision) for size in args.sizes for precision in args.precisions]
+    rates = {(row, s): [] for row in rows for s in args.systems}
+    peaks = {p: [] for p in args.precisions}
+    for r in range(args.rounds):
         for precision in args.precisions:
-            r, g = bench(corpus, size, precision, args.steps, args.max_tokens, args.systems)
-            peers = [v for k, v in r.items() if k != "aiayn"]
-            ratio = f"{r['aiayn'] / max(peers):.2f}" if peers and "aiayn" in r else "-"
-            shares = " | ".join(f"{100 * g[s] / peaks[precision]:.0f}% ({g[s]:.0f} GFLOP/s)"
-                                for s in args.systems)
-            print(f"| {size} | {precision} | " + " | ".join(f"{r[s]:,.0f}" for s in args.systems)
-                  + f" | {ratio} | {shares} |", flush=True)
+            peaks[precision].append(run_worker(["--worker", "ceiling", "--precision",
+                                                precision])["gflops"])
+        order = args.systems[r % len(args.systems):] + args.systems[:r % len(args.systems)]
+        for size, precision in rows:
+            cfg = ModelConfig.preset(size, vocab_size=vocab)
+            shape = {"size": size, "vocab": vocab, "d_model": cfg.d_model,
+                     "heads": cfg.n_heads, "layers": cfg.n_encoder_layers, "d_ff": cfg.d_ff,
+                     "dropout": cfg.dropout, "max_len": cfg.max_len}
+            for system in order:
+                out = run_worker(["--worker", system, "--shape", json.dumps(shape),
+                                  "--precision", precision, "--batches",
+                                  str(tmp / "batches.safetensors"), "--warmup",
+                                  str(args.warmup)])
+                if out["aiayn_loaded"] != (system == "aiayn"):
+                    sys.exit(f"worker {system} loaded aiayn: {out['aiayn_loaded']}")
+                rate = tokens / sum(out["seconds"])
+                rates[(size, precision), system].append(rate)
+                print(f"round {r + 1} {size} {precision} {system}: {rate:,.0f} tgt tok/s "
+                      f"({out['threads']} threads; median step "
+                      f"{statistics.median(out['seconds']):.3f} s)", flush=True)
+    peak = {p: statistics.median(v) for p, v in peaks.items()}
+    print("ceilings (one 2048^3 product, per round): " + "; ".join(
+        f"{p} " + ", ".join(f"{g:.0f}" for g in v) + " GFLOP/s" for p, v in peaks.items()))
+    print("\n| size | precision | " + " | ".join(f"{s} tgt tok/s" for s in args.systems)
+          + " | aiayn / best peer (per round) | "
+          + " | ".join(f"{s} % of ceiling" for s in args.systems) + " |")
+    print("|---|---|" + "---:|" * (2 * len(args.systems) + 1))
+    for size, precision in rows:
+        cfg = ModelConfig.preset(size, vocab_size=vocab)
+        shape = {"vocab": vocab, "d_model": cfg.d_model, "layers": cfg.n_encoder_layers,
+                 "d_ff": cfg.d_ff}
+        flops = sum(matmul_flops(shape, b.src.shape, b.tgt_in.shape) for b in timed)
+        med = {s: statistics.median(rates[(size, precision), s]) for s in args.systems}
+        peers = [s for s in args.systems if s != "aiayn"]
+        ratio = "-"
+        if peers and "aiayn" in med:
+            per_round = [rates[(size, precision), "aiayn"][r]
+                         / max(rates[(size, precision), s][r] for s in peers)
+                         for r in range(args.rounds)]
+            ratio = (f"**{med['aiayn'] / max(med[s] for s in peers):.2f}** "
+                     f"({min(per_round):.2f}-{max(per_round):.2f})")
+        shares = " | ".join(f"{100 * flops * med[s] / tokens / 1e9 / peak[precision]:.0f}%"
+                            for s in args.systems)
+        print(f"| {size} | {precision} | " + " | ".join(f"{med[s]:,.0f}" for s in args.systems)
+              + f" | {ratio} | {shares} |", flush=True)
 
 
 if __name__ == "__main__":
