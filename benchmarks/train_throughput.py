@@ -52,15 +52,15 @@ def load_batches(path: str) -> list[tuple]:
             for i in range(n)]
 
 
-def use_aiayn_allocator() -> None:
-    """glibc's thresholds as ``aiayn.cpu.reuse_freed_memory`` sets them, without loading aiayn
-    in a peer's process (the values are checked against aiayn's in ``main``)."""
+def use_aiayn_allocator(shape: dict) -> None:
+    """glibc's thresholds as ``aiayn.cpu.reuse_freed_memory`` sets them (the parent passes
+    aiayn's values in ``shape["malloc"]``), without loading aiayn in a peer's process."""
     import ctypes
     import ctypes.util
     if sys.platform.startswith("linux") and os.environ.get("AIAYN_KEEP_MALLOC") != "1":
         mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-        mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
-        mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+        for option, value in shape["malloc"]:
+            mallopt(option, value)
 
 
 def aiayn_worker(shape: dict, precision: str):
@@ -87,6 +87,7 @@ def aiayn_worker(shape: dict, precision: str):
 
 
 def sinusoids(max_len: int, d: int):
+    """``aiayn.model.sinusoidal_table``'s values, written again so that a peer loads no aiayn."""
     import torch
     pos = torch.arange(max_len, dtype=torch.float32)[:, None]
     freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-torch.log(torch.tensor(1e4))
@@ -154,7 +155,7 @@ def peer_worker(system: str, shape: dict, precision: str):
     import torch
     import torch.nn.functional as F
 
-    use_aiayn_allocator()
+    use_aiayn_allocator(shape)
     model = (torch_loop(shape) if system == "torch" else marian(shape)).train()
     # each system's Adam as its toolkit builds it: Hugging Face's Trainer (its default for
     # torch >= 2.8, adamw_torch_fused) the fused kernel, a plain loop PyTorch's default
@@ -284,8 +285,6 @@ def main() -> None:
         parser.error("--data is required")
 
     from aiayn import ModelConfig, cpu
-    assert (cpu.MMAP_THRESHOLD, cpu.TRIM_THRESHOLD) == (64 << 20, 1 << 30), \
-        "use_aiayn_allocator's values no longer match aiayn.cpu's"
     tmp = Path(tempfile.mkdtemp(prefix="train-throughput-"))
     batches, vocab = write_batches(args.data, args.max_tokens, args.warmup + args.steps,
                                    tmp / "batches.safetensors")
@@ -296,6 +295,14 @@ def main() -> None:
           f"timed steps; {args.rounds} rounds, order rotating; GOMP_SPINCOUNT="
           f"{ENV.get('GOMP_SPINCOUNT', SPIN['GOMP_SPINCOUNT'])}", flush=True)
     rows = [(size, precision) for size in args.sizes for precision in args.precisions]
+    shapes = {}
+    for size in args.sizes:
+        cfg = ModelConfig.preset(size, vocab_size=vocab)
+        shapes[size] = {"size": size, "vocab": vocab, "d_model": cfg.d_model,
+                        "heads": cfg.n_heads, "layers": cfg.n_encoder_layers, "d_ff": cfg.d_ff,
+                        "dropout": cfg.dropout, "max_len": cfg.max_len,
+                        "malloc": [(cpu.M_MMAP_THRESHOLD, cpu.MMAP_THRESHOLD),
+                                   (cpu.M_TRIM_THRESHOLD, cpu.TRIM_THRESHOLD)]}
     rates = {(row, s): [] for row in rows for s in args.systems}
     peaks = {p: [] for p in args.precisions}
     for r in range(args.rounds):
@@ -304,12 +311,8 @@ def main() -> None:
                                                 precision])["gflops"])
         order = args.systems[r % len(args.systems):] + args.systems[:r % len(args.systems)]
         for size, precision in rows:
-            cfg = ModelConfig.preset(size, vocab_size=vocab)
-            shape = {"size": size, "vocab": vocab, "d_model": cfg.d_model,
-                     "heads": cfg.n_heads, "layers": cfg.n_encoder_layers, "d_ff": cfg.d_ff,
-                     "dropout": cfg.dropout, "max_len": cfg.max_len}
             for system in order:
-                out = run_worker(["--worker", system, "--shape", json.dumps(shape),
+                out = run_worker(["--worker", system, "--shape", json.dumps(shapes[size]),
                                   "--precision", precision, "--batches",
                                   str(tmp / "batches.safetensors"), "--warmup",
                                   str(args.warmup)])
@@ -328,10 +331,7 @@ def main() -> None:
           + " | ".join(f"{s} % of ceiling" for s in args.systems) + " |")
     print("|---|---|" + "---:|" * (2 * len(args.systems) + 1))
     for size, precision in rows:
-        cfg = ModelConfig.preset(size, vocab_size=vocab)
-        shape = {"vocab": vocab, "d_model": cfg.d_model, "layers": cfg.n_encoder_layers,
-                 "d_ff": cfg.d_ff}
-        flops = sum(matmul_flops(shape, b.src.shape, b.tgt_in.shape) for b in timed)
+        flops = sum(matmul_flops(shapes[size], b.src.shape, b.tgt_in.shape) for b in timed)
         med = {s: statistics.median(rates[(size, precision), s]) for s in args.systems}
         peers = [s for s in args.systems if s != "aiayn"]
         ratio = "-"
