@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from aiayn import ModelConfig
+from aiayn import ModelConfig, hardware
 
 VOCAB = 40
 
@@ -12,6 +12,24 @@ VOCAB = 40
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _float32_training(monkeypatch):
+    """Training in this process with ``precision: auto`` takes float32 on every CPU kind, so
+    that a test's arithmetic does not depend on the machine (tests/test_hardware.py tests the
+    choice itself)."""
+    monkeypatch.setattr(hardware, "_cpu_choice",
+                        lambda: hardware.Choice("fp32", "the test suite's fixed choice"))
+
+
+def assert_float32_close(actual, expected) -> None:
+    """Two float32 computations that are equal in exact arithmetic agree to 1e-5, relative and
+    absolute. Not tighter: PyTorch's float32 kernels sum in a different order on AVX-512, AVX2
+    and the default ISA, and at other shapes (a padded batch, a cached step), which moves
+    values of magnitude ~1-10 by a few times 1e-6 (1.13e-6 seen on an AVX2 CPU against an
+    AVX-512 one); the suite runs under each (`make test`)."""
+    torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
 
 
 def random_tokens(batch: int, length: int, vocab: int = VOCAB, lengths=None) -> torch.Tensor:
@@ -78,6 +96,7 @@ def tiny_checkpoint(toy_data, tmp_path_factory):
 # a few seconds of training on the toy data: the tiny preset, dropout on (so resuming has RNG
 # state to restore), validation and checkpoints every 4 steps
 FAST = dict(preset="tiny", model={"dropout": 0.1}, max_tokens=150, warmup=10, valid_every=4,
+            precision="fp32",  # not "auto": the same arithmetic on every CPU kind
             log_every=1, valid_bleu_sentences=4)
 
 

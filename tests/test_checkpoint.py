@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 
 from aiayn import Transformer
 from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
 from aiayn.errors import UserError
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
@@ -45,8 +46,8 @@ def test_checkpoint_killed_midway_leaves_the_previous_one_loadable(tmp_path, toy
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         last = (run / "checkpoints" / "last").resolve()
-        model = Transformer(ckpt.load_config(last))
-        ckpt.load_weights(model, last)  # loads, whole
+        model = Transformer(Checkpoint.open(last).config)
+        Checkpoint.open(last).load_weights(model)  # loads, whole
         step = int(last.name.split("_")[1])
         assert torch.all(model.output_proj.weight == step)
         assert json.loads((last / ckpt.STATE_JSON).read_text())["step"] == step

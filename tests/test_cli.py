@@ -88,7 +88,8 @@ def test_resume_with_another_vocabulary_is_refused(toy_data, tmp_path, capsys):
     assert main(["prepare", "--train-src", str(train[0]), "--train-tgt", str(train[1]),
                  "--vocab-size", "90", "--out", str(tmp_path / "other")]) == 0
     fails(capsys, ["train", "--data", str(tmp_path / "other"), "--out", str(tmp_path / "run"),
-                   "--resume", "--max-steps", "6", *TRAIN], "the model differs (vocab_size 100 -> 90")
+                   "--resume", "--max-steps", "6", *TRAIN],
+          "the model differs (vocab_size 100 -> 90")
     fails(capsys, ["train", "--data", str(toy_data), "--out", str(tmp_path / "fresh"),
                    "--resume", *TRAIN], "has no checkpoint to resume from")
 
@@ -126,14 +127,14 @@ def test_decoder_only_language_model_trains_and_generates(toy_data, tmp_path, ca
     assert main(argv) == 0
     assert capsys.readouterr().out == first  # seeded: reproducible
     fails(capsys, ["translate", "--checkpoint", str(tmp_path / "lm")],
-          "holds a decoder-only language model")
+          "holds a decoder-only model")
     fails(capsys, ["generate", "--checkpoint", str(tmp_path / "lm"), "x", "--top-p", "0"],
           "top_p (0.0) must be in (0, 1]")
 
 
 def test_generate_refuses_a_translation_checkpoint(tiny_checkpoint, capsys):
     fails(capsys, ["generate", "--checkpoint", str(tiny_checkpoint), "hello"],
-          "holds an encoder-decoder (translation) model")
+          "holds an encoder-decoder model")
 
 
 def test_renamed_flags_still_work_with_a_warning(tiny_checkpoint, tmp_path, capsys):

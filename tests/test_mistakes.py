@@ -41,6 +41,7 @@ def world(tiny_checkpoint, toy_data, tmp_path_factory) -> Path:
     (root / "no-metrics").mkdir()
     (root / "marian").mkdir()
     (root / "marian" / "config.json").write_text('{"model_type": "bert"}')
+    (root / "taken.txt").write_text("a file the user keeps\n")
     return root
 
 
@@ -127,6 +128,39 @@ CASES = [
     ("check {w}/flipped", "model.safetensors"),
     ("serve --checkpoint {w}/ckpt", "language pair is unknown"),
     ("serve --checkpoint en-es={w}/ckpt --api-keys {w}/nope.txt", "nope.txt: no such file"),
+    # output paths: a file where a directory is expected (and as a directory's parent)
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --out {w}/taken.txt",
+     "taken.txt: is a file, not a directory"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --out {w}/taken.txt/data",
+     "taken.txt is a file, not a folder"),
+    ("train --data {w}/data --out {w}/taken.txt", "taken.txt: is a file, not a directory"),
+    ("train --data {w}/data --out {w}/taken.txt/run", "taken.txt is a file, not a folder"),
+    ("average {w}/run --out {w}/taken.txt", "taken.txt: is a file, not a directory"),
+    ("attend --checkpoint {w}/ckpt --out {w}/taken.txt alpha", "is a file, not a directory"),
+    ("import {w}/marian --out {w}/taken.txt", "taken.txt: is a file, not a directory"),
+    ("export {w}/ckpt --to hf --out {w}/taken.txt", "taken.txt: is a file, not a directory"),
+    ("export {w}/ckpt --to ctranslate2 --out {w}/taken.txt",
+     "taken.txt: is a file, not a directory"),
+    # ... a directory where a file is expected
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/data", "data: is a directory"),
+    ("score --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/ref.txt -o {w}/data",
+     "data: is a directory"),
+    ("classify --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/data", "data: is a directory"),
+    ("positions --d-model 8 --length 4 --out {w}/data", "data: is a directory"),
+    ("plot {w}/run --out {w}/data", "data: is a directory"),
+    # ... a file whose folder does not exist
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/nowhere/out.txt",
+     "its folder"),
+    ("score --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/ref.txt -o {w}/nowhere/s.txt",
+     "its folder"),
+    ("classify --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/nowhere/c.txt", "its folder"),
+    ("positions --d-model 8 --length 4 --out {w}/nowhere/pe.png", "its folder"),
+    ("plot {w}/run --out {w}/nowhere/curves.png", "its folder"),
+    # ... an output that is an input
+    ("translate --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/src.txt", "also an input"),
+    ("score --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/ref.txt -o {w}/ref.txt",
+     "also an input"),
+    ("classify --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/src.txt", "also an input"),
     # flags argparse checks
     ("translate --checkpoint {w}/ckpt --beam two", "--beam"),
     ("train --data {w}/data --out {w}/new --precision fp8", "--precision"),
@@ -146,7 +180,7 @@ def test_a_mistake_is_one_line_exit_2_and_nothing_lost(world, capsys, command, s
     assert err.startswith("aiayn") and ": error: " in err and "Traceback" not in err, err
     assert says in err, err
     assert snapshot(world) == before
-    for leftover in ("new", "avg", "imported", "exported", "maps"):
+    for leftover in ("new", "avg", "imported", "exported", "maps", "nowhere"):
         assert not (world / leftover).exists()
 
 
@@ -154,5 +188,5 @@ def test_the_catalogue_covers_every_subcommand():
     from aiayn.cli import build_parser
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     covered = {c[0].split()[0] for c in CASES}
-    assert set(sub.choices) - covered <= {"positions"}  # (it takes no input to get wrong)
-    assert len(CASES) >= 40
+    assert set(sub.choices) <= covered
+    assert len(CASES) >= 60

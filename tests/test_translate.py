@@ -20,7 +20,7 @@ def test_empty_lines_give_empty_translations(tiny_checkpoint):
 def test_overlong_input_is_truncated_with_a_warning(tiny_checkpoint):
     translator = load(tiny_checkpoint)
     warnings = []
-    translator.warn = warnings.append
+    translator.codec.warn = warnings.append
     out = translator.translate([" ".join(["omega alpha"] * 100)], DecodeOptions(beam=1))
     assert len(out) == 1
     assert warnings and "truncated to 63" in warnings[0]

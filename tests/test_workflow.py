@@ -7,14 +7,14 @@ import pytest
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
 from aiayn.cli import main
 from aiayn.data.tokenizer import train_tokenizer
 from aiayn.decode.ensemble import Ensemble
 from aiayn.errors import UserError
 from aiayn.integrity import write_checksums
 from aiayn.translate import DecodeOptions, load
-from tests.conftest import WORDS, toy_pairs
+from tests.conftest import WORDS, assert_float32_close, toy_pairs
 
 PAIRS = toy_pairs(30, seed=21)
 SOURCES = [s for s, _ in PAIRS]
@@ -26,10 +26,10 @@ def translator(toy_model):
 
 
 def test_score_is_the_sum_of_the_model_s_log_probabilities(translator, toy_model):
-    model = ckpt.load_model(toy_model).eval()  # the plain model, not the inference copy
+    model = Checkpoint.open(toy_model).model().eval()  # the plain model, not the inference copy
     cfg = model.cfg
     source, target = PAIRS[0]
-    src_ids = translator.encode_source(source)
+    src_ids = translator.codec.encode(source).ids
     tgt_ids = translator.tokenizer.encode_target(target)
     with torch.no_grad():
         lprobs = model(torch.tensor([src_ids]), torch.tensor([[cfg.start_id] + tgt_ids]))
@@ -43,7 +43,7 @@ def test_score_is_the_sum_of_the_model_s_log_probabilities(translator, toy_model
 
 def test_score_equals_beam_search_s_own_score_and_ignores_batching(translator):
     options = DecodeOptions(beam=4, nbest=1)
-    sources = [translator.encode_source(s) for s in SOURCES]
+    sources = [translator.codec.encode(s).ids for s in SOURCES]
     hyps = [h[0] for h in translator.translate_ids(sources, options)]
     scores = translator.score_ids(sources, [h.tokens for h in hyps], options)
     for hyp, scored in zip(hyps, scores):
@@ -102,11 +102,11 @@ def test_ensemble_steps_average_the_models_log_probabilities():
         memory, mask, _ = model.encode(src)
         by_hand.append(model.decode_step(tgt, model.init_cache(memory, mask, 10))[:, -1]
                        .log_softmax(-1))
-    assert torch.allclose(step, (by_hand[0] + by_hand[1]) / 2, atol=1e-6)
+    assert_float32_close(step, (by_hand[0] + by_hand[1]) / 2)
     one = Ensemble([a])
     memories, mask, _ = one.encode(src)
-    assert torch.allclose(one.decode_step(tgt, one.init_cache(memories, mask, 10))[:, -1],
-                          by_hand[0], atol=1e-6)
+    assert_float32_close(one.decode_step(tgt, one.init_cache(memories, mask, 10))[:, -1],
+                         by_hand[0])
 
 
 def test_an_ensemble_of_a_model_with_itself_translates_as_the_model(toy_model, translator):
@@ -128,7 +128,7 @@ def test_an_ensemble_needs_one_vocabulary(toy_model, tmp_path):
 
 
 def test_sampling_is_reproducible_and_independent_of_the_batch(translator):
-    sources = [translator.encode_source(s) for s in SOURCES]
+    sources = [translator.codec.encode(s).ids for s in SOURCES]
     options = DecodeOptions(sample=True, seed=7, top_k=5)
     first = [h[0].tokens for h in translator.translate_ids(sources, options)]
     again = [h[0].tokens for h in translator.translate_ids(sources, options)]

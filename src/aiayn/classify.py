@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint as ckpt
+from .checkpoint import Checkpoint
 from .data.corpus import token_batches
 from .errors import UserError
 from .model import EncoderModel
@@ -27,12 +27,11 @@ class Classifier:
 
     @classmethod
     def load(cls, path: str | Path) -> "Classifier":
-        directory = ckpt.resolve_checkpoint(path)
-        labels = ckpt.load_labels(directory)
-        if ckpt.load_arch(directory) != "encoder" or labels is None:
-            raise UserError(f"{directory} is not a classifier; train one with --arch encoder "
-                            "--task classify")
-        return cls(ckpt.load_model(directory), ckpt.load_tokenizer(directory), labels)
+        checkpoint = Checkpoint.open(path)
+        if checkpoint.arch != "encoder" or checkpoint.labels is None:
+            raise UserError(f"{checkpoint.path} is not a classifier; train one with --arch "
+                            "encoder --task classify")
+        return cls(checkpoint.model(), checkpoint.tokenizer, checkpoint.labels)
 
     @torch.inference_mode()
     def classify(self, texts: list[str], *, batch_tokens: int = 4096

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Callable, NoReturn
@@ -17,6 +18,7 @@ import yaml
 
 from .config import ConfigError
 from .errors import UserError
+from .outputs import output_directory, output_file
 from .threads import use_available_cores
 
 
@@ -92,14 +94,19 @@ def _add_prepare(sub) -> None:
 
 
 def prepare_command(args: argparse.Namespace) -> None:
+    from .checkpoint import Checkpoint
     from .data.prepare import prepare
+    output_directory(args.out, "--out", args.train_src, args.train_tgt, args.train_tsv,
+                     args.valid_src, args.valid_tgt, args.valid_tsv)
     train = _text_pair("train", args, required=True)
     valid = _text_pair("valid", args, required=False)
     if (args.src_lang is None) != (args.tgt_lang is None):
         raise UserError("give both --src-lang and --tgt-lang, or neither")
     languages = (args.src_lang, args.tgt_lang) if args.src_lang else None
     prepare(train, args.out, valid=valid, vocab_size=args.vocab_size, model_type=args.model_type,
-            max_len=args.max_len, overwrite=args.overwrite, tokenizer=args.tokenizer,
+            max_len=args.max_len, overwrite=args.overwrite,
+            tokenizer=Checkpoint.open(args.tokenizer).tokenizer if args.tokenizer else None,
+            tokenizer_name=args.tokenizer or "",
             languages=languages, task=args.task, protect_placeholders=args.placeholders,
             log=_log)
     print(f"prepared {args.out}")
@@ -159,6 +166,7 @@ PREEMPTED = 75
 
 def train_command(args: argparse.Namespace) -> int:
     from .train.trainer import train
+    output_directory(args.out, "--out", args.data, args.init)
     summary = train(args.data, args.out, _train_config(args), resume=args.resume,
                     progress=not args.no_progress, log=_log)
     print(json.dumps(summary, indent=1))
@@ -188,6 +196,7 @@ def average_command(args: argparse.Namespace) -> None:
     if not steps:
         raise UserError(f"{args.run}: no step checkpoints in {args.run}/checkpoints")
     chosen = steps[-args.last:]
+    output_directory(args.out, "--out", *chosen)
     average_checkpoints(chosen, Path(args.out))
     print(f"averaged {len(chosen)} checkpoints ({chosen[0].name} .. {chosen[-1].name}) "
           f"into {args.out}")
@@ -195,6 +204,7 @@ def average_command(args: argparse.Namespace) -> None:
 
 def plot_command(args: argparse.Namespace) -> None:
     from .train.plot import plot_run
+    output_file(args.out or Path(args.run) / "curves.png", "--out")
     print(f"wrote {plot_run(Path(args.run), args.out)}")
 
 
@@ -322,6 +332,8 @@ def _add_translate_evaluate(sub) -> None:
 def translate_command(args: argparse.Namespace) -> None:
     from .translate import load
     options = _decode_options(args, args.nbest)
+    if args.output:
+        output_file(args.output, "-o", args.input, args.prefix_file)
     translator = load(args.checkpoint, device=args.device, int8=args.int8,
                       compile=args.compile)  # fails first
     lines = _read_lines(args.input)
@@ -356,6 +368,8 @@ def score_command(args: argparse.Namespace) -> None:
     from .translate import DecodeOptions, load
     options = DecodeOptions(lenpen=args.lenpen, lenpen_form=args.lenpen_form,
                             batch_tokens=args.batch_tokens)
+    if args.output:
+        output_file(args.output, "-o", args.src, args.tgt)
     translator = load(args.checkpoint, device=args.device)
     sources, targets = _read_lines(args.src), _read_lines(args.tgt)
     if len(sources) != len(targets):
@@ -420,6 +434,8 @@ def _add_classify(sub) -> None:
 
 def classify_command(args: argparse.Namespace) -> None:
     from .classify import Classifier
+    if args.output:
+        output_file(args.output, "-o", args.input)
     classifier = Classifier.load(args.checkpoint)
     results = classifier.classify(_read_lines(args.input))
     text = "".join(f"{label}\t{prob:.4f}\n" for label, prob in results)  # label<TAB>probability
@@ -453,6 +469,7 @@ def _add_inspection(sub) -> None:
 def attend_command(args: argparse.Namespace) -> None:
     from .inspect import plot_attention, write_html
     from .translate import load
+    output_directory(args.out, "--out", args.checkpoint)
     translator = load(args.checkpoint)
     maps = translator.attention(args.source, args.target)
     # the model's own translation (the same beam search the maps were taken on)
@@ -467,6 +484,7 @@ def positions_command(args: argparse.Namespace) -> None:
     from .inspect import plot_positions
     if args.d_model < 2 or args.length < 1:
         raise UserError("--d-model must be at least 2 and --length at least 1")
+    output_file(args.out, "--out")
     print(f"wrote {plot_positions(args.d_model, args.length, args.out, args.base)}")
 
 
@@ -520,10 +538,12 @@ def _add_interop(sub) -> None:
 
 def import_command(args: argparse.Namespace) -> None:
     from .interop.marian import import_marian
+    output_directory(args.out, "--out", args.folder)
     import_marian(args.folder, args.out, log=_log)
 
 
 def export_command(args: argparse.Namespace) -> None:
+    output_directory(args.out, "--out", args.checkpoint)
     if args.to == "hf":
         if args.quantization:
             raise UserError("--quantization applies to --to ctranslate2 only")
@@ -571,7 +591,7 @@ def _add_serve(sub) -> None:
 
 
 def _served_models(specs: list[str], int8: bool, compile: bool = False):
-    from . import checkpoint as ckpt
+    from .checkpoint import Checkpoint
     from .serve.app import Model
     from .translate import Translator
     models = []
@@ -579,19 +599,19 @@ def _served_models(specs: list[str], int8: bool, compile: bool = False):
         name, sep, path = spec.partition("=")
         if not sep:
             name, path = "", spec
-        directory = ckpt.resolve_checkpoint(path)
+        checkpoint = Checkpoint.open(path)
         if name:
             source, dash, target = name.partition("-")
             if not (dash and source and target):
                 raise UserError(f"--checkpoint {spec!r}: name the pair as SRC-TGT=DIR, "
                                 "e.g. en-es=runs/en-es")
         else:
-            languages = ckpt.load_languages(directory)
+            languages = checkpoint.languages
             if languages is None:
                 raise UserError(f"--checkpoint {path}: its language pair is unknown; name it "
                                 f"as en-es={path} (or prepare with --src-lang/--tgt-lang)")
             source, target = languages["source"], languages["target"]
-        models.append(Model(source, target, Translator.load(directory, int8=int8,
+        models.append(Model(source, target, Translator.load(checkpoint, int8=int8,
                                                                    compile=compile)))
     names = [m.name for m in models]
     if len(set(names)) != len(names):
@@ -630,8 +650,16 @@ def serve_command(args: argparse.Namespace) -> None:
     app = create_app(_served_models(args.checkpoint, args.int8, args.compile), settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     _log(f"serving {', '.join(app.state.service.models)} on http://{args.host}:{args.port}/")
+    # uvicorn answers the requests in flight on SIGTERM or Ctrl-C, then raises the signal again
+    # to the handler it found; this one notes it, so that a clean stop exits with status 0
+    stopped: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stopped.append(signum))
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
                 timeout_graceful_shutdown=int(args.timeout))
+    if stopped:
+        _log(f"stopped by {signal.Signals(stopped[0]).name}; every request in flight was "
+             "answered")
 
 
 # ------------------------------------------------------------------------------ main

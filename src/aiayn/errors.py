@@ -7,7 +7,8 @@ from types import ModuleType
 
 
 class UserError(Exception):
-    """A mistake in the user's input (file, flag, config, checkpoint); the message says what to do."""
+    """A mistake in the user's input (file, flag, config, checkpoint); the message says what
+    to do."""
 
 
 def require(module: str, what: str, extra: str) -> ModuleType:
@@ -15,4 +16,5 @@ def require(module: str, what: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise UserError(f"{what} needs {module}: pip install 'aiayn[{extra}]'") from None
+        raise UserError(f"{what} needs {module}: install aiayn's {extra!r} extra (in its "
+                        f"clone: pip install -e '.[{extra}]')") from None

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint as ckpt
 from . import cpu
+from .checkpoint import Checkpoint
 from .data.tokenizer import Tokenizer
 from .decode.sampling import sample
 from .errors import UserError
@@ -22,14 +22,11 @@ class Generator:
 
     @classmethod
     def load(cls, path: str | Path) -> "Generator":
-        directory = ckpt.resolve_checkpoint(path)
-        if ckpt.load_arch(directory) != "decoder-only":
-            raise UserError(f"{directory} holds an encoder-decoder (translation) model; generate "
-                            "with a decoder-only checkpoint (train --arch decoder-only), or use "
-                            "`aiayn translate`")
+        checkpoint = Checkpoint.open(path).require(
+            "decoder-only", "generate with a decoder-only checkpoint (train --arch "
+            "decoder-only), or use `aiayn translate`")
         cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
-        model = cpu.for_inference(ckpt.load_model(directory))
-        return cls(model, ckpt.load_tokenizer(directory))
+        return cls(cpu.for_inference(checkpoint.model()), checkpoint.tokenizer)
 
     def generate(self, prompt: str, *, max_new_tokens: int = 50, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None) -> str:

@@ -9,7 +9,6 @@ Example::
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -17,8 +16,9 @@ from typing import TYPE_CHECKING, Callable, Iterable
 import numpy as np
 import torch
 
-from . import checkpoint as ckpt
-from . import cpu, placeholders
+from . import cpu
+from .checkpoint import Checkpoint
+from .codec import TextCodec
 from .compiled import CompiledSteps
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
@@ -120,16 +120,17 @@ class Translator:
     def __init__(self, model: Transformer, tokenizer: AnyTokenizer, *,
                  warn: Callable[[str], None] | None = None, placeholders: bool = False) -> None:
         self.model, self.tokenizer = model.eval(), tokenizer
-        self.placeholders = placeholders  # mask them as the training data was (``placeholders``)
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
-        self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
+        # placeholders: masked as the training data was (``aiayn.placeholders``)
+        self.codec = TextCodec(tokenizer, self.cfg, placeholders=placeholders, warn=warn)
 
     @classmethod
-    def load(cls, path: str | Path | list, *, device: str = "cpu",
+    def load(cls, path: str | Path | Checkpoint | list, *, device: str = "cpu",
              int8: bool = False, compile: bool = False) -> "Translator":
-        """Load from a checkpoint directory or a run directory (its best, else last checkpoint);
-        several paths make an ensemble (``aiayn.decode.ensemble``), which needs one vocabulary.
+        """Load from a checkpoint directory or a run directory (its average, else best, else
+        last checkpoint) or an opened ``Checkpoint``; several make an ensemble
+        (``aiayn.decode.ensemble``), which needs one vocabulary.
 
         ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
         ``compile``: decoding steps run as compiled code (``aiayn.compiled``; float32, CPU).
@@ -140,36 +141,24 @@ class Translator:
             raise UserError("--compile compiles the float32 CPU step; drop --int8 or --device, "
                             "or --compile")
         paths = list(path) if isinstance(path, (list, tuple)) else [path]
-        models, tokenizers, protect = [], [], False
-        for one in paths:
-            directory = ckpt.resolve_checkpoint(one)
-            protect = protect or ckpt.load_placeholders(directory)
-            if ckpt.load_arch(directory) != "encoder-decoder":
-                raise UserError(f"{directory} holds a decoder-only language model; translate "
-                                "with an encoder-decoder checkpoint, or use `aiayn generate`")
-            models.append(ckpt.load_model(directory))
-            tokenizers.append(ckpt.load_tokenizer(directory))
-            if tokenizers[-1].fingerprint() != tokenizers[0].fingerprint():
-                raise UserError(f"{directory}: its vocabulary differs from {paths[0]}'s; an "
-                                "ensemble needs models trained on the same prepared data")
+        checkpoints = [one if isinstance(one, Checkpoint) else Checkpoint.open(one)
+                       for one in paths]
+        for one in checkpoints:
+            one.require("encoder-decoder", "translate with an encoder-decoder checkpoint, or "
+                                           "use `aiayn generate`")
+            if one.tokenizer.fingerprint() != checkpoints[0].tokenizer.fingerprint():
+                raise UserError(f"{one.path}: its vocabulary differs from "
+                                f"{checkpoints[0].path}'s; an ensemble needs models trained on "
+                                "the same prepared data")
+        models = [one.model() for one in checkpoints]
+        protect = any(one.placeholders for one in checkpoints)
         if device == "cpu":
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
             models = [cpu.for_inference(m, int8=int8) for m in models]
         if compile:
             models = [CompiledSteps(m) for m in models]
         model = models[0] if len(models) == 1 else Ensemble(models)
-        return cls(model.to(device), tokenizers[0], placeholders=protect)
-
-    # ---------------------------------------------------------------- encoding
-    def encode_source(self, sentence: str, line: int | None = None) -> list[int]:
-        """Subword ids plus EOS, truncated (with a warning) to the model's maximum length."""
-        ids = self.tokenizer.encode(sentence)
-        limit = self.cfg.max_len - 1
-        if len(ids) > limit:
-            where = f"line {line}: " if line is not None else ""
-            self.warn(f"{where}input of {len(ids)} tokens truncated to {limit}")
-            ids = ids[:limit]
-        return ids + [self.cfg.eos_id]
+        return cls(model.to(device), checkpoints[0].tokenizer, placeholders=protect)
 
     def _pad(self, rows: list[list[int]], fill: int | None = None) -> torch.Tensor:
         fill = self.cfg.pad_id if fill is None else fill
@@ -234,26 +223,21 @@ class Translator:
         An empty sentence gives an empty translation. ``prefixes``: per sentence, target text
         the translation starts with ("" for none); decoding continues after it.
         """
-        o = options or DecodeOptions()
-        sentences = list(sentences)
-        found: list[list[str]] = [[] for _ in sentences]
-        if self.placeholders:
-            masked = [placeholders.mask(s) for s in sentences]
-            sentences, found = [m[0] for m in masked], [m[2] for m in masked]
-        sources = [self.encode_source(s, i + 1) if s.strip() else [self.cfg.eos_id]
-                   for i, s in enumerate(sentences)]
+        o, codec = options or DecodeOptions(), self.codec
+        sources = [codec.encode(s, i + 1) for i, s in enumerate(sentences)]
         prefix_ids = None
         if prefixes is not None:
-            prefix_ids = [self.tokenizer.encode_target(p)[: self.cfg.max_len - 2] if p.strip()
-                          else [] for p in prefixes]
-        hyps = self.translate_ids(sources, o, on_batch=on_batch, prefixes=prefix_ids)
-
-        def text(tokens: list[int], row: int) -> str:
-            out = self.tokenizer.decode(tokens)
-            return placeholders.restore(out, found[row]) if self.placeholders else out
+            prefixes = list(prefixes)
+            if len(prefixes) != len(sources):
+                raise UserError(f"{len(prefixes)} prefixes for {len(sources)} sentences; give "
+                                "one per sentence (an empty line for none)")
+            prefix_ids = [codec.encode_target(p, s, limit=self.cfg.max_len - 2)
+                          for p, s in zip(prefixes, sources)]
+        hyps = self.translate_ids([s.ids for s in sources], o, on_batch=on_batch,
+                                  prefixes=prefix_ids)
         if o.nbest == 1:
-            return [text(h[0].tokens, i) for i, h in enumerate(hyps)]
-        return [[(text(x.tokens, i), x.score) for x in h] for i, h in enumerate(hyps)]
+            return [codec.decode(h[0].tokens, s) for h, s in zip(hyps, sources)]
+        return [[(codec.decode(x.tokens, s), x.score) for x in h] for h, s in zip(hyps, sources)]
 
     # ------------------------------------------------------------------ scoring
     @torch.inference_mode()
@@ -300,10 +284,9 @@ class Translator:
         if len(sources) != len(targets):
             raise UserError(f"{len(sources)} sources but {len(targets)} targets; score needs "
                             "one target per source")
-        limit = self.cfg.max_len - 1
-        src = [self.encode_source(s, i + 1) for i, s in enumerate(sources)]
-        tgt = [self.tokenizer.encode_target(t)[:limit] for t in targets]
-        return self.score_ids(src, tgt, options)
+        encoded = [self.codec.encode(s, i + 1) for i, s in enumerate(sources)]
+        tgt = [self.codec.encode_target(t, s) for t, s in zip(targets, encoded)]
+        return self.score_ids([s.ids for s in encoded], tgt, options)
 
     # --------------------------------------------------------------- inspecting
     def attention(self, source: str, target: str | None = None) -> "AttentionMaps":
@@ -313,12 +296,12 @@ class Translator:
         if isinstance(self.model, Ensemble):
             raise UserError("attention maps and alignments come from one model; pass one "
                             "--checkpoint")
-        src_ids = self.encode_source(source)
+        encoded = self.codec.encode(source)
         if target is None:
-            tgt_ids = self.translate_ids([src_ids])[0][0].tokens
+            tgt_ids = self.translate_ids([encoded.ids])[0][0].tokens
         else:
-            tgt_ids = self.tokenizer.encode_target(target)[: self.cfg.max_len - 1]
-        return attention_maps(self.model, self.tokenizer, src_ids, tgt_ids)
+            tgt_ids = self.codec.encode_target(target, encoded)
+        return attention_maps(self.model, self.tokenizer, encoded.ids, tgt_ids)
 
     def align(self, source: str, translation: str) -> str:
         """Pharaoh 'i-j' word alignments of a translation, from cross-attention."""
@@ -328,7 +311,7 @@ class Translator:
         return pharaoh(word_alignments(self.attention(source, translation)))
 
 
-def load(path: str | Path | list, *, device: str = "cpu", int8: bool = False,
+def load(path: str | Path | Checkpoint | list, *, device: str = "cpu", int8: bool = False,
          compile: bool = False) -> Translator:
     """Load a translator from a checkpoint or run directory (several: an ensemble)."""
     return Translator.load(path, device=device, int8=int8, compile=compile)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from aiayn import placeholders
+from aiayn.checkpoint import Checkpoint
 from aiayn.data.prepare import TextPair, prepare
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.translate import DecodeOptions, Translator
@@ -85,9 +86,8 @@ def test_prepared_data_protects_placeholders_as_single_pieces(tmp_path):
 def test_translation_restores_the_sources_placeholders(tiny_checkpoint, monkeypatch):
     """Whatever the model writes (here: one sentinel swapped, one repeated, one lost), the
     translation holds the source's placeholders."""
-    from aiayn import checkpoint as ckpt
-    translator = Translator(ckpt.load_model(tiny_checkpoint),
-                            ckpt.load_tokenizer(tiny_checkpoint), placeholders=True)
+    translator = Translator(Checkpoint.open(tiny_checkpoint).model(),
+                            Checkpoint.open(tiny_checkpoint).tokenizer, placeholders=True)
     def fake_decode(tokens):
         return "⟦2⟧ Datei ⟦1⟧ ⟦1⟧"
     monkeypatch.setattr(translator.tokenizer, "decode", fake_decode)
@@ -98,7 +98,6 @@ def test_translation_restores_the_sources_placeholders(tiny_checkpoint, monkeypa
 
 
 def test_checkpoints_of_protected_data_translate_with_protection(tmp_path):
-    from aiayn import checkpoint as ckpt
     from aiayn.evaluate import evaluate
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.trainer import train
@@ -109,7 +108,7 @@ def test_checkpoints_of_protected_data_translate_with_protection(tmp_path):
             protect_placeholders=True, log=lambda *_: None)
     train(tmp_path / "data", tmp_path / "run", TrainConfig(**FAST, max_steps=4),
           progress=False, log=lambda *_: None)
-    assert ckpt.load_placeholders(ckpt.resolve_checkpoint(tmp_path / "run"))
+    assert Checkpoint.open(tmp_path / "run").placeholders
     sources = [s for s, _ in pairs[:10]]
     result = evaluate(tmp_path / "run", sources, [t for _, t in pairs[:10]],
                       DecodeOptions(beam=2, max_len_b=10))

@@ -10,8 +10,8 @@ import torch
 import torch._inductor.config as inductor
 
 from aiayn import ModelConfig, Transformer
-from aiayn import checkpoint as ckpt
 from aiayn import compiled as compiled_module
+from aiayn.checkpoint import Checkpoint
 from aiayn.compiled import CompiledSteps
 from aiayn.cpu import for_inference
 from aiayn.decode.search import beam_search, greedy_search
@@ -47,7 +47,7 @@ def test_compiled_steps_equal_eager_steps_within_1e_5():
 def _eager_compiled_and_100_sources(toy_model, seed):
     """The toy model for inference, eager (counting its steps in ``steps``) and compiled, and
     100 encoded source sentences."""
-    model = ckpt.load_model(toy_model)
+    model = Checkpoint.open(toy_model).model()
     eager = for_inference(model)
     step = eager.decode_step
 
@@ -56,8 +56,8 @@ def _eager_compiled_and_100_sources(toy_model, seed):
         return step(tgt, cache)
     eager.steps, eager.decode_step = 0, counted
     compiled = CompiledSteps(for_inference(model), warn=pytest.fail)
-    translator = Translator(eager, ckpt.load_tokenizer(toy_model))
-    return eager, compiled, [translator.encode_source(s) for s, _ in toy_pairs(100, seed=seed)]
+    translator = Translator(eager, Checkpoint.open(toy_model).tokenizer)
+    return eager, compiled, [translator.codec.encode(s).ids for s, _ in toy_pairs(100, seed=seed)]
 
 
 def _batch(sources, pad):

@@ -29,7 +29,7 @@ def test_hf_export_computes_the_same_logits(trained, tmp_path):
     model, cfg = translator.model, translator.cfg
     batch = tok(SOURCES[:8], return_tensors="pt", padding=True)
     for row, s in enumerate(SOURCES[:8]):
-        ids = translator.encode_source(s)
+        ids = translator.codec.encode(s).ids
         assert batch.input_ids[row, :len(ids)].tolist() == ids
     targets = [translator.translate([s])[0] for s in SOURCES[:8]]
     tgt = tok(text_target=targets, return_tensors="pt", padding=True).input_ids
@@ -48,7 +48,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(trained, tmp_path):
     ctranslate2 = pytest.importorskip("ctranslate2")
     translator = load(trained)
     pieces = [translator.tokenizer.sp.EncodeAsPieces(s) for s in SOURCES]
-    sources = [translator.encode_source(s) for s in SOURCES]
+    sources = [translator.codec.encode(s).ids for s in SOURCES]
     agreement, limit = {}, 39  # CTranslate2's length limit, EOS not counted
     for quantization in (None, "int8"):
         out = export_ctranslate2(trained, tmp_path / f"ct2-{quantization}",

@@ -7,8 +7,8 @@ import shutil
 import pytest
 import torch
 
-from aiayn.cli import main
 from aiayn import errors
+from aiayn.cli import main
 from aiayn.errors import UserError
 from aiayn.interop import require
 from tests.interop.marian_folders import build, demo_lines
@@ -95,7 +95,8 @@ def test_import_reads_a_pickle_free_bin(folder, tmp_path):
 
 
 def test_a_missing_extra_names_it():
-    with pytest.raises(UserError, match=r"pip install 'aiayn\[interop\]'"):
+    with pytest.raises(UserError, match=r"'interop' extra .*pip install -e '\.\[interop\]'"):
         require("no_such_module_for_aiayn", "export --to hf")
-    with pytest.raises(UserError, match=r"^serve needs nothing_here: pip install 'aiayn\[serve\]'"):
+    with pytest.raises(UserError, match=r"^serve needs nothing_here: install aiayn's 'serve' "
+                                        r"extra \(in its clone: pip install -e '\.\[serve\]'\)"):
         errors.require("nothing_here", "serve", "serve")

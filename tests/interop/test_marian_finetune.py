@@ -5,6 +5,7 @@ import torch
 from safetensors.torch import load_file
 
 from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
 from aiayn.data.corpus import ParallelCorpus
 from aiayn.data.prepare import TextPair, prepare
 from aiayn.data.tokenizer import load_tokenizer
@@ -32,7 +33,8 @@ def imported(tmp_path_factory):
     data = root / "data"
     prepare(TextPair(pairs["train", "en"], pairs["train", "es"]), data,
             valid=TextPair(pairs["dev", "en"], pairs["dev", "es"]), max_len=120,
-            tokenizer=model, log=lambda *_: None)
+            tokenizer=Checkpoint.open(model).tokenizer, tokenizer_name=str(model),
+            log=lambda *_: None)
     return model, data
 
 
@@ -43,7 +45,7 @@ def _cfg(model, **kw):
 
 def test_prepared_ids_are_the_checkpoint_s(imported):
     model, data = imported
-    vocab = ckpt.load_tokenizer(model)
+    vocab = Checkpoint.open(model).tokenizer
     first = demo_lines("en", 1, "train")[0]
     assert ParallelCorpus(data, "train").ids("src", 0).tolist() == vocab.encode(first)
     assert load_tokenizer(data).fingerprint() == vocab.fingerprint()
@@ -52,7 +54,7 @@ def test_prepared_ids_are_the_checkpoint_s(imported):
 def test_fine_tuning_lowers_the_dev_loss(imported, tmp_path):
     model, data = imported
     cfg = _cfg(model, max_steps=30)
-    before = evaluate_loss(ckpt.load_model(model), ParallelCorpus(data, "valid"), cfg,
+    before = evaluate_loss(Checkpoint.open(model).model(), ParallelCorpus(data, "valid"), cfg,
                            torch.device("cpu"))["valid_loss"]
     summary = train(data, tmp_path / "run", cfg, **QUIET)
     assert summary["last"]["valid_loss"] < before - 0.5

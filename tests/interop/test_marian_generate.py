@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
 from aiayn.interop.marian import import_marian
 from aiayn.translate import DecodeOptions, Translator
 from tests.interop.marian_folders import build, demo_lines, hf_model, transformers
@@ -17,7 +17,7 @@ def marian(tmp_path_factory):
     root = tmp_path_factory.mktemp("marian-generate")
     folder = build(root, init_std=0.2, seed=3)
     out = import_marian(folder, root / "ckpt", log=lambda *_: None)
-    translator = Translator(ckpt.load_model(out), ckpt.load_tokenizer(out))
+    translator = Translator(Checkpoint.open(out).model(), Checkpoint.open(out).tokenizer)
     return folder, translator
 
 
@@ -46,7 +46,7 @@ def test_outputs_equal_generate(marian, beam, lenpen):
                        early_stopping=False)
     options = DecodeOptions(beam=beam, lenpen=lenpen, lenpen_form="hf", beam_rules="hf",
                             max_len_a=0.0, max_len_b=MAX_LENGTH - 1, batch_tokens=600)
-    sources = [translator.encode_source(s) for s in sentences]
+    sources = [translator.codec.encode(s).ids for s in sentences]
     ours = [h[0].tokens for h in translator.translate_ids(sources, options)]
     assert sum(len(t) for t in ours) > 100  # the outputs are not trivially empty
     assert ours == theirs

@@ -4,7 +4,7 @@
 import pytest
 import torch
 
-from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
 from aiayn.interop.marian import import_marian
 from tests.interop.marian_folders import LANGUAGE_TOKENS, build, demo_lines, hf_model, transformers
 
@@ -20,7 +20,7 @@ VARIANTS = {
 def _imported(tmp_path, **options):
     folder = build(tmp_path, **options)
     out = import_marian(folder, tmp_path / "ckpt", log=lambda *_: None)
-    model, vocab = ckpt.load_model(out).eval(), ckpt.load_tokenizer(out)
+    model, vocab = Checkpoint.open(out).model().eval(), Checkpoint.open(out).tokenizer
     return folder, model, vocab
 
 
@@ -69,7 +69,7 @@ def test_the_departures_are_named_options(tmp_path):
 def test_tokenization_equals_marian_tokenizer(tmp_path, separate):
     folder = build(tmp_path, separate=separate, language_tokens=not separate)
     out = import_marian(folder, tmp_path / "ckpt", log=lambda *_: None)
-    vocab = ckpt.load_tokenizer(out)
+    vocab = Checkpoint.open(out).tokenizer
     tok = transformers.MarianTokenizer.from_pretrained(str(folder))
     en, es = demo_lines("en", 200, "dev"), demo_lines("es", 200, "dev")
     # characters neither vocabulary has seen, and a language token at the start

@@ -168,17 +168,29 @@ def test_api_keys_and_rate_limit(toy_model, tmp_path):
         running.stop()
 
 
-def test_sigterm_finishes_in_flight_requests(toy_model):
+def test_sigterm_answers_every_request_in_flight_and_exits_0(toy_model):
     running = Server(toy_model)
-    results = []
-    worker = threading.Thread(target=lambda: results.append(running.post(
-        "/translate", {"q": SENTENCES, "source": "en", "target": "es"})))
-    worker.start()
-    time.sleep(0.2)
-    # uvicorn shuts down gracefully, then re-raises the signal: the exit status says SIGTERM
-    assert running.stop() in (0, -signal.SIGTERM)
-    worker.join()
-    assert results and results[0][0] == 200 and len(results[0][1]["translatedText"]) == 12
+    with ThreadPoolExecutor(16) as pool:
+        flying = [pool.submit(running.post, "/translate",
+                              {"q": SENTENCES, "source": "en", "target": "es"})
+                  for _ in range(16)]
+        time.sleep(0.3)
+        assert running.stop() == 0  # a stop asked for is a clean exit
+        answers = [f.result() for f in flying]
+    assert all(code == 200 and len(answer["translatedText"]) == 12 for code, answer in answers)
+    assert "stopped by SIGTERM" in running.log.read_text()
+
+
+def test_a_lone_surrogate_escape_is_a_400_not_a_500(server, reference):
+    for body in (b'{"q": "\\ud800", "source": "en", "target": "es"}',
+                 b'{"q": ["alpha", "x\\udfff"], "source": "en", "target": "es"}'):
+        code, answer = server.request("POST", "/translate", body)
+        assert code == 400 and "surrogate" in answer["error"]
+    code, answer = server.request("POST", "/v1/translate",
+                                  b'{"sentences": ["\\ud83d"], "source": "en", "target": "es"}')
+    assert code == 400 and "surrogate" in answer["error"]
+    code, answer = server.post("/translate", {"q": SENTENCES[0], "source": "en", "target": "es"})
+    assert code == 200 and answer["translatedText"] == reference[SENTENCES[0]]
 
 
 def test_the_page_in_a_real_browser(server, reference):

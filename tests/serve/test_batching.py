@@ -16,14 +16,15 @@ SENTENCES = [s for s, _ in toy_pairs(16, seed=5)]
 def test_gathered_requests_get_what_each_gets_alone(toy_model):
     translator = load(toy_model)
     options = DecodeOptions()
-    alone = [translator.translate_ids([translator.encode_source(s)], options)[0][0].tokens
+    alone = [translator.translate_ids([translator.codec.encode(s).ids], options)[0][0].tokens
              for s in SENTENCES]
     rounds = []
     batcher = Batcher({"m": translator}, batch_tokens=10_000, max_wait_ms=200,
                       on_batch=lambda n, t: rounds.append(n))
 
     async def many():
-        futures = [batcher.submit("m", [translator.encode_source(s)], options) for s in SENTENCES]
+        futures = [batcher.submit("m", [translator.codec.encode(s).ids], options)
+                   for s in SENTENCES]
         return await asyncio.gather(*futures)
     results = asyncio.run(many())
     batcher.close()

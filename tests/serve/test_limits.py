@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
+from aiayn.codec import Source  # noqa: E402
 from aiayn.decode.search import Hypothesis  # noqa: E402
 from aiayn.serve.app import Model, Settings, create_app  # noqa: E402
 
@@ -18,12 +19,12 @@ class SlowTranslator:
 
     def __init__(self) -> None:
         self.release = threading.Event()
-        self.tokenizer = self
+        self.codec = self
 
-    def encode_source(self, sentence: str) -> list[int]:
-        return [5] * len(sentence) + [3]
+    def encode(self, sentence: str) -> Source:
+        return Source(sentence, [5] * len(sentence) + [3])
 
-    def decode(self, tokens) -> str:
+    def decode(self, tokens, source: Source) -> str:
         return "x" * len(tokens)
 
     def translate_ids(self, sources, options):

@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 
-from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import write as ckpt  # the module whose functions save checkpoints
 from aiayn.cli import main
 from aiayn.train import metrics, trainer
 
@@ -82,13 +82,13 @@ elif kind == "link":
                          when=lambda link, name: link.name == "last")
 elif kind == "prune":
     def rename_oldest(run_dir, keep_last, protect):
-        steps = [p for p in ckpt.list_step_checkpoints(run_dir)[:-keep_last]
+        steps = [p for p in trainer.ckpt.list_step_checkpoints(run_dir)[:-keep_last]
                  if p.name not in protect]
         os.replace(steps[0], steps[0].with_name(f".del-{steps[0].name}"))
     def deletes(run_dir, keep_last, protect):
-        old = ckpt.list_step_checkpoints(run_dir)[:-keep_last]
+        old = trainer.ckpt.list_step_checkpoints(run_dir)[:-keep_last]
         return any(p.name not in protect for p in old)
-    ckpt.prune = counted(ckpt.prune, before=rename_oldest, when=deletes)
+    trainer.ckpt.prune = counted(ckpt.prune, before=rename_oldest, when=deletes)
 elif kind == "metrics":
     metrics.MetricsLog.write = counted(metrics.MetricsLog.write, before=half_line)
 elif kind == "average":

@@ -9,6 +9,8 @@ import importlib
 import pytest
 
 from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
+from aiayn.checkpoint import write as ckpt_write  # the module whose calls write files
 from aiayn.cli import main
 from aiayn.errors import UserError
 from aiayn.train.recipe import TrainConfig
@@ -38,7 +40,7 @@ def hidden(directory) -> list[str]:
 
 def test_a_checkpoint_that_cannot_be_written_stops_with_last_at_the_previous(
         toy_data, tmp_path, monkeypatch, capsys):
-    full_disk_at(monkeypatch, ckpt, "save_file", {2})  # the training state of the 2nd checkpoint
+    full_disk_at(monkeypatch, ckpt_write, "save_file", {2})  # the training state of the 2nd checkpoint
     run = tmp_path / "run"
     argv = ["train", "--data", str(toy_data), "--out", str(run), "--preset", "tiny",
             "--max-tokens", "150", "--warmup", "10", "--valid-every", "4",
@@ -54,7 +56,7 @@ def test_a_checkpoint_that_cannot_be_written_stops_with_last_at_the_previous(
     assert (run / "checkpoints" / "last").resolve().name == "step_0000004"
     assert [p.name for p in ckpt.list_step_checkpoints(run)] == ["step_0000004"]
     assert hidden(run / "checkpoints") == []
-    ckpt.load_model(ckpt.resolve_checkpoint(run, "last"))
+    Checkpoint.open(run, "last").model()
     monkeypatch.undo()  # space freed: the run goes on from step 4
     assert main([*argv, "--resume"]) == 0
     assert (run / "checkpoints" / "last").resolve().name == "step_0000012"
@@ -62,7 +64,7 @@ def test_a_checkpoint_that_cannot_be_written_stops_with_last_at_the_previous(
 
 def test_on_save_error_continue_trains_on_and_writes_the_next_checkpoint(
         toy_data, tmp_path, monkeypatch, capsys):
-    full_disk_at(monkeypatch, ckpt, "save_model", {2})
+    full_disk_at(monkeypatch, ckpt_write, "save_model", {2})
     cfg = TrainConfig(**{**CFG.to_dict(), "on_save_error": "continue"})
     summary = train(toy_data, tmp_path / "run", cfg, progress=False, log=lambda *_: None)
     assert summary["step"] == 12
@@ -74,7 +76,7 @@ def test_on_save_error_continue_trains_on_and_writes_the_next_checkpoint(
 
 
 def test_the_last_checkpoint_failing_stops_even_with_continue(toy_data, tmp_path, monkeypatch):
-    full_disk_at(monkeypatch, ckpt, "save_model", {3})
+    full_disk_at(monkeypatch, ckpt_write, "save_model", {3})
     cfg = TrainConfig(**{**CFG.to_dict(), "on_save_error": "continue"})
     with pytest.raises(UserError, match="step_0000012: the checkpoint could not be written"):
         train(toy_data, tmp_path / "run", cfg, progress=False, log=lambda *_: None)

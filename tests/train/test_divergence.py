@@ -4,6 +4,7 @@ stop training with a line naming the step, the learning rate and the last good c
 import pytest
 import torch
 
+from aiayn.checkpoint import Checkpoint
 from aiayn.errors import UserError
 from aiayn.train import trainer
 from aiayn.train.recipe import TrainConfig
@@ -35,8 +36,7 @@ def test_a_nan_gradient_skips_its_step_and_training_goes_on(toy_data, tmp_path, 
                     progress=False, log=logged.append)
     assert summary["skipped"] == 2 and summary["step"] == 8 and clean["skipped"] == 0
     assert any("step 3: the loss or a gradient is not finite" in line for line in logged)
-    weights = dict(trainer.ckpt.load_model(trainer.ckpt.resolve_checkpoint(
-        tmp_path / "run", "last")).named_parameters())
+    weights = dict(Checkpoint.open(tmp_path / "run", "last").model().named_parameters())
     assert all(torch.isfinite(p).all() for p in weights.values())
 
 

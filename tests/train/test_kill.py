@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from aiayn import checkpoint as ckpt
+from aiayn.checkpoint import Checkpoint
 from aiayn.cli import main
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
@@ -79,11 +80,11 @@ def events(seed: int, count: int) -> list[tuple[str, int]]:
 
 def assert_every_checkpoint_loads(run: Path) -> None:
     for path in ckpt.list_step_checkpoints(run):
-        ckpt.load_model(path)
-        ckpt.load_train_state(path)
+        Checkpoint.open(path).model()
+        Checkpoint.open(path).train_state()
     last = run / "checkpoints" / "last"
     if last.is_symlink() and last.exists():
-        ckpt.load_model(last.resolve())
+        Checkpoint.open(last.resolve()).model()
 
 
 def records(run: Path) -> list[dict]:

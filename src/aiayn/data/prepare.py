@@ -262,12 +262,14 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
 def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             vocab_size: int = 8000, model_type: str = "bpe", max_len: int = 256,
             sample_sentences: int = 2_000_000, overwrite: bool = False,
-            tokenizer: str | Path | None = None, languages: tuple[str, str] | None = None,
+            tokenizer: AnyTokenizer | None = None, tokenizer_name: str = "",
+            languages: tuple[str, str] | None = None,
             task: str = "translate", protect_placeholders: bool = False, log=print) -> dict:
     """Check, train the shared vocabulary on both sides of ``train``, encode every split.
 
-    ``tokenizer``: a checkpoint (or run) whose vocabulary encodes the text instead, for
-    fine-tuning it; ``vocab_size`` and ``model_type`` are unused then. ``languages``:
+    ``tokenizer``: a vocabulary that encodes the text instead (a checkpoint's, for fine-tuning
+    it; ``tokenizer_name`` says which, for the log and stats.json); ``vocab_size`` and
+    ``model_type`` are unused then. ``languages``:
     (source, target) codes such as ("en", "es"), kept with the data and its checkpoints.
     ``task`` "classify": the target side is a label (text<TAB>label); the vocabulary is
     trained on the texts and the labels, taken from the training data, are kept in stats.
@@ -290,10 +292,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
     if protect_placeholders and (tokenizer is not None or task == "classify"):
         raise UserError("--placeholders trains a vocabulary with the placeholder sentinels: it "
                         "goes without --tokenizer and --task classify")
-    given = None
-    if tokenizer is not None:
-        from .. import checkpoint as ckpt  # the checkpoint module reads data-directory names
-        given = ckpt.load_tokenizer(ckpt.resolve_checkpoint(tokenizer))
+    given = tokenizer
     splits = {"train": train} | ({"valid": valid} if valid is not None else {})
     lines = {name: check_pairs(src) for name, src in splits.items()}
     log("checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
@@ -326,11 +325,11 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
                                     sample_sentences=sample_sentences,
                                     symbols=SENTINELS if protect_placeholders else ())
         else:
-            log(f"using the vocabulary of {tokenizer}")
+            log(f"using the vocabulary of {tokenizer_name or 'the given tokenizer'}")
             vocab = given
             vocab.save(work)
         stats: dict = {"vocab_size": vocab.vocab_size,
-                       "model_type": model_type if given is None else f"from {tokenizer}",
+                       "model_type": model_type if given is None else f"from {tokenizer_name}",
                        "max_len": max_len, "splits": {}}
         if languages is not None:
             stats["languages"] = {"source": languages[0], "target": languages[1]}

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from .. import checkpoint as ckpt
+from ..checkpoint import Checkpoint
 from ..config import ModelConfig
 from ..errors import UserError
 from . import require
@@ -115,15 +116,13 @@ def export_ctranslate2(checkpoint: str | Path, out: str | Path, *,
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise UserError(f"--quantization ({quantization!r}) must be one of "
                         f"{', '.join(QUANTIZATIONS)}")
-    directory = ckpt.resolve_checkpoint(checkpoint)
-    if ckpt.load_arch(directory) != "encoder-decoder":
-        raise UserError(f"{directory}: only translation (encoder-decoder) models export to "
-                        "CTranslate2 here")
-    model, tokenizer = ckpt.load_model(directory).eval(), ckpt.load_tokenizer(directory)
+    opened = Checkpoint.open(checkpoint).require(
+        "encoder-decoder", "only translation models export to CTranslate2 here")
+    model, tokenizer = opened.model().eval(), opened.tokenizer
     spec = transformer_spec(model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
     with ckpt.new_directory(out) as tmp:
         spec.save(str(tmp))
-    log(f"exported {directory} -> {out} (CTranslate2, {quantization or 'float32'})")
+    log(f"exported {opened.path} -> {out} (CTranslate2, {quantization or 'float32'})")
     return out

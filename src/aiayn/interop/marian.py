@@ -28,6 +28,7 @@ from safetensors.torch import load_file, save_model
 from torch import Tensor
 
 from .. import checkpoint as ckpt
+from ..checkpoint import Checkpoint
 from ..config import ConfigError, ModelConfig
 from ..data.tokenizer import MarianVocab, Tokenizer
 from ..errors import UserError
@@ -341,16 +342,14 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, log=print) -> Path:
     out = Path(out)
     if out.exists():
         raise UserError(f"{out} already exists; choose another --out (nothing was overwritten)")
-    directory = ckpt.resolve_checkpoint(checkpoint)
-    if ckpt.load_arch(directory) != "encoder-decoder":
-        raise UserError(f"{directory}: only translation (encoder-decoder) models export to "
-                        "Marian")
-    model, tokenizer = ckpt.load_model(directory), ckpt.load_tokenizer(directory)
+    opened = Checkpoint.open(checkpoint).require(
+        "encoder-decoder", "only translation models export to Marian")
+    model, tokenizer = opened.model(), opened.tokenizer
     cfg = model.cfg
     if isinstance(tokenizer, Tokenizer):
         names = [tokenizer.sp.IdToPiece(i) for i in (cfg.pad_id, cfg.unk_id, cfg.eos_id)]
         if names != ["<pad>", "<unk>", "</s>"]:
-            raise UserError(f"{directory}: the vocabulary's special pieces are {names}, not "
+            raise UserError(f"{opened.path}: the vocabulary's special pieces are {names}, not "
                             "<pad>, <unk>, </s> as MarianTokenizer expects")
     config = transformers.MarianConfig(**_hf_config(cfg))
     hf_model = transformers.MarianMTModel(config)
@@ -363,6 +362,6 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, log=print) -> Path:
         hf_model.save_pretrained(str(tmp))
         _write_marian_tokenizer(tokenizer, cfg, tmp)
     permuted = residual_permutation(cfg) is not None
-    log(f"exported {directory} -> {out} (MarianMTModel"
+    log(f"exported {opened.path} -> {out} (MarianMTModel"
         f"{', model dimension permuted to halved sinusoids' if permuted else ''})")
     return out

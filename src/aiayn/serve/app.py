@@ -165,6 +165,11 @@ class Service:
                 raise ApiError(400, "Invalid request: malformed JSON") from None
             if not isinstance(values, dict):
                 raise ApiError(400, "Invalid request: expected a JSON object")
+            try:  # JSON may escape a lone surrogate ("\\ud800"), which no text can hold
+                json.dumps(values, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ApiError(400, "Invalid request: the JSON holds an unpaired surrogate "
+                                    "escape; send valid Unicode text") from None
             return values
         if kind == "multipart/form-data":
             request._body = body  # parsed from what was read
@@ -205,9 +210,16 @@ class Service:
             raise ApiError(400, f"{source} to {target} is not supported")
         return model, False
 
-    async def decode(self, model: Model, sentences: list[str], options: DecodeOptions):
-        sources = [model.translator.encode_source(s) for s in sentences]
-        return await self.wait(self.batcher.submit(model.name, sources, options))
+    async def decode(self, model: Model, sentences: list[str],
+                     options: DecodeOptions) -> list[list[tuple[str, float]]]:
+        """Each sentence's n-best translations as (text, score), through the model's codec
+        (as `aiayn translate` decodes them)."""
+        codec = model.translator.codec
+        sources = [codec.encode(s) for s in sentences]
+        hyps = await self.wait(self.batcher.submit(model.name, [s.ids for s in sources],
+                                                   options))
+        return [[(codec.decode(h.tokens, source), h.score) for h in found]
+                for found, source in zip(hyps, sources)]
 
     async def run_alone(self, model: Model, call):
         return await self.wait(self.batcher.submit(model.name, [], None, call=call))
@@ -263,7 +275,7 @@ class Service:
         for pieces, nodes in plans:
             count = sum(len(line) for node in nodes for line in node)
             mine, start = hyps[start:start + count], start + count
-            results.append([_render(rank, pieces, nodes, mine, model, text_format)
+            results.append([_render(rank, pieces, nodes, mine, text_format)
                             for rank in range(nbest)])
         single = isinstance(q, str)
         answer: dict[str, Any] = {"translatedText": results[0][0] if single
@@ -328,14 +340,13 @@ class Service:
                                     lenpen=float(values.get("lenpen", 0.6)))
         except (UserError, TypeError, ValueError) as err:
             raise ApiError(400, f"Invalid request: {err}") from None
-        hyps = await self.decode(model, sentences, options)
+        found = await self.decode(model, sentences, options)
         out = []
-        for sentence, h in zip(sentences, hyps):
-            best = h[0]
-            entry = {"text": model.translator.tokenizer.decode(best.tokens), "score": best.score}
+        for nbest in found:
+            (text, score), rest = nbest[0], nbest[1:]
+            entry: dict[str, Any] = {"text": text, "score": score}
             if options.nbest > 1:
-                entry["alternatives"] = [{"text": model.translator.tokenizer.decode(x.tokens),
-                                          "score": x.score} for x in h[1:]]
+                entry["alternatives"] = [{"text": t, "score": x} for t, x in rest]
             out.append(entry)
         if values.get("alignments"):
             pairs = [(s, e["text"]) for s, e in zip(sentences, out)]
@@ -373,16 +384,16 @@ class Service:
         return HTMLResponse((files("aiayn.serve") / "page.html").read_text(encoding="utf-8"))
 
 
-def _render(rank: int, pieces, nodes, hyps, model: Model, text_format: str) -> str:
-    """One text (or HTML document) from the rank-th hypothesis of each of its sentences (the
+def _render(rank: int, pieces, nodes, translations, text_format: str) -> str:
+    """One text (or HTML document) from the rank-th translation of each of its sentences (the
     best where a sentence has fewer)."""
-    it, decode = iter(hyps), model.translator.tokenizer.decode
+    it = iter(translations)
     outs = []
     for node in nodes:
         lines = []
         for line in node:
-            lines.append([decode(h[min(rank, len(h) - 1)].tokens)
-                          for h in (next(it) for _ in line)])
+            lines.append([nbest[min(rank, len(nbest) - 1)][0]
+                          for nbest in (next(it) for _ in line)])
         outs.append(join_sentences(lines))
     return rebuild_html(pieces, outs) if text_format == "html" else outs[0]
 

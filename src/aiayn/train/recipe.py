@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ..config import PRESETS, ConfigError, ModelConfig, check_keys
 
-PRECISIONS = ("fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SCHEDULES = ("auto", "paper", "budget")
 DECAYS = ("cosine", "inverse-sqrt")
 
@@ -86,8 +86,11 @@ class TrainConfig:
                               unit="EPOCHS")
     max_minutes: float = setting(0.0, "stop after this many minutes of training; 0 = no limit",
                                  unit="MINUTES")
-    precision: str = setting("fp32", "fp32; bf16 (autocast, CPU or CUDA); fp16 (autocast + "
-                             "loss scaling, CUDA)", choices=PRECISIONS)
+    precision: str = setting("auto", "auto = chosen from the hardware and printed at start "
+                             "(CUDA: bf16, or fp16 without bf16; CPU: bf16 only where it has "
+                             "native bf16 and bf16 products measure faster, else fp32); fp32; "
+                             "bf16 (autocast, CPU or CUDA); fp16 (autocast + loss scaling, "
+                             "CUDA)", choices=PRECISIONS)
     valid_every: int = setting(500, "validate (loss, perplexity, BLEU) and checkpoint every "
                                "this many steps", unit="STEPS")
     valid_bleu_sentences: int = setting(200, "validation sentences decoded (greedy) for BLEU; "
@@ -153,7 +156,8 @@ class TrainConfig:
         except yaml.YAMLError as err:
             raise ConfigError(f"{path}: not valid YAML ({err})".replace("\n", " ")) from None
         if not isinstance(values, dict):
-            raise ConfigError(f"{path}: expected a mapping of settings, got {type(values).__name__}")
+            raise ConfigError(f"{path}: expected a mapping of settings, got "
+                              f"{type(values).__name__}")
         return cls.from_dict(values)
 
     def save(self, path: str | Path) -> None:
@@ -291,4 +295,5 @@ class _SmoothedNLL(torch.autograd.Function):
 
 
 def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of a resolved precision (not "auto")."""
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]

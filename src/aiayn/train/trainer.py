@@ -8,6 +8,7 @@ CPU, NCCL on GPU; each rank takes every world-th batch; rank 0 alone writes).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -16,7 +17,7 @@ import sys
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -26,17 +27,26 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import checkpoint as ckpt
-from .. import cpu, placeholders
+from .. import cpu
+from ..checkpoint import Checkpoint
 from ..config import ConfigError, ModelConfig
 from ..data.corpus import Batch, ParallelCorpus, read_stats, split_lines, text_file, token_batches
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
+from ..hardware import choose_precision
 from ..model import EncoderModel, LanguageModel, build_model
 from ..threads import use_available_cores
 from ..translate import DecodeOptions, Translator
 from .metrics import MetricsLog, Window, describe
-from .recipe import FittedSchedule, TrainConfig, autocast_dtype, label_smoothed_nll, noam_lr
+from .recipe import (
+    PRECISIONS,
+    FittedSchedule,
+    TrainConfig,
+    autocast_dtype,
+    label_smoothed_nll,
+    noam_lr,
+)
 
 
 @dataclass
@@ -90,8 +100,8 @@ class Run:
     scaler: torch.amp.GradScaler
     train_data: ParallelCorpus
     valid_data: ParallelCorpus | None
+    valid_sources: list[str]  # the validation pairs kept by `prepare`, as text
     references: list[str]
-    valid_placeholders: list[list[str]]  # each validation source's, with protection
     tokenizer: AnyTokenizer
     languages: dict[str, str] | None
     labels: list[str] | None
@@ -144,10 +154,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
 
     def text(side: str) -> list[str]:  # the kept validation sentences, as text
         return split_lines((data_dir / text_file("valid", side)).read_text(encoding="utf-8"))
+    valid_sources = text("src") if valid_data is not None else []
     references = text("tgt") if valid_data is not None else []
-    valid_placeholders = []
-    if valid_data is not None and stats.get("placeholders"):
-        valid_placeholders = [placeholders.mask(s)[2] for s in text("src")]
     model_cfg = (_init_config(cfg, tokenizer) if cfg.init
                  else cfg.model_config(tokenizer.vocab_size))
     if int(train_data.sizes.max()) > model_cfg.max_len:
@@ -155,7 +163,9 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                         f"exceeds the model's max_len ({model_cfg.max_len}); prepare with a lower "
                         "--max-len or raise model.max_len")
 
-    # 2) model and optimizer; resume restores both, the RNG and the data position
+    # 2) precision (once the data is known good), model and optimizer; resume restores the
+    #    latter two, the RNG and the data position
+    cfg, precision_note = _resolve_precision(cfg, device, run_dir, resume=resume)
     torch.manual_seed(cfg.seed)
     labels = stats.get("labels")
     if (cfg.task == "classify") != (labels is not None):
@@ -166,7 +176,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     model = build_model(cfg.arch, model_cfg,
                         num_classes=len(labels) if labels else None).to(device)
     if cfg.init and not resume:
-        ckpt.load_weights(model, ckpt.resolve_checkpoint(cfg.init))
+        Checkpoint.open(cfg.init).load_weights(model)
         log(f"starting from the weights of {cfg.init}")
     # fused: one pass over each parameter's tensors (CPU and CUDA kernels): 20 against 73 ms a
     # `base` step on the CPU (docs/benchmarks.md)
@@ -198,27 +208,54 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     net = DistributedDataParallel(model) if world > 1 else model
     scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
     if rank == 0:
+        if precision_note:
+            log(precision_note)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
-               train_data, valid_data, references, valid_placeholders, tokenizer,
+               train_data, valid_data, valid_sources, references, tokenizer,
                stats.get("languages"), labels,
                bool(stats.get("placeholders")), state, metrics)
+
+
+def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
+                       resume: bool) -> tuple[TrainConfig, str]:
+    """``cfg`` with ``precision`` "auto" replaced by the hardware's choice, or on ``resume`` by
+    the precision the run started with, so that it goes on exactly; and a line saying which
+    and why ("" for a precision the user named). Under DDP every process takes the first
+    one's choice."""
+    if cfg.precision != "auto":
+        return cfg, ""
+    saved = run_dir / "train_config.json"
+    if resume and saved.is_file():
+        try:
+            started = json.loads(saved.read_text()).get("precision")
+        except (OSError, ValueError, AttributeError):
+            started = None
+        if started in PRECISIONS and started != "auto":
+            return replace(cfg, precision=started), f"precision: {started} (the run's own)"
+    choice = choose_precision(device)
+    precision = choice.precision
+    if dist.is_available() and dist.is_initialized():
+        shared = [precision]
+        dist.broadcast_object_list(shared, src=0)
+        precision = shared[0]
+    return replace(cfg, precision=precision), choice.describe()
 
 
 def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
     """The model of the checkpoint training starts from (``--init``), with the ``model``
     overrides (dropout, say) applied; its vocabulary must be the data's."""
-    source = ckpt.resolve_checkpoint(cfg.init)
-    if ckpt.load_arch(source) != cfg.arch:
-        raise UserError(f"--init {cfg.init}: it holds a {ckpt.load_arch(source)} model, not "
+    source = Checkpoint.open(cfg.init)
+    if source.arch != cfg.arch:
+        raise UserError(f"--init {cfg.init}: it holds a {source.arch} model, not "
                         f"{cfg.arch}; pass the matching --arch")
-    if ckpt.load_tokenizer(source).fingerprint() != tokenizer.fingerprint():
+    if source.tokenizer.fingerprint() != tokenizer.fingerprint():
         raise UserError(f"--init {cfg.init}: the data was prepared with another vocabulary; "
                         f"prepare it with `aiayn prepare --tokenizer {cfg.init}`")
     try:
-        return ckpt.load_config(source).replace(**cfg.model)
+        return source.config.replace(**cfg.model)
     except ConfigError as err:
         raise UserError(f"--model: {err}") from None
 
@@ -234,22 +271,23 @@ def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
     """Restore weights, optimizer, RNG and training state from RUN/checkpoints/last (or, when
     a killed process left ``last`` dangling, from the newest step checkpoint)."""
     if (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
-        saved = ckpt.resolve_checkpoint(run_dir, "last")
+        saved = Checkpoint.open(run_dir, "last")
     elif steps := [p for p in ckpt.list_step_checkpoints(run_dir) if (p / ckpt.WEIGHTS).is_file()]:
-        saved = steps[-1]
-        log(f"checkpoints/last is missing; resuming from the newest checkpoint, {saved.name}")
+        saved = Checkpoint.open(steps[-1])
+        log(f"checkpoints/last is missing; resuming from the newest checkpoint, {steps[-1].name}")
     else:
         raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
                         "(checkpoints/last is missing); drop --resume to start afresh")
     _check_resumable(saved, model_cfg, arch, tokenizer)
-    ckpt.load_weights(model, saved)
-    tensors, saved_state = ckpt.load_train_state(saved)
+    saved.load_weights(model)
+    tensors, saved_state = saved.train_state()
     ckpt.load_optimizer(optimizer, tensors, saved_state["optimizer"])
     torch.set_rng_state(tensors["rng.cpu"])
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
     state = TrainState.from_json(saved_state)
-    log(f"resuming {saved.name} at step {state.step} (epoch {state.epoch}, batch {state.batch})")
+    log(f"resuming {saved.path.name} at step {state.step} (epoch {state.epoch}, "
+        f"batch {state.batch})")
     return state
 
 
@@ -621,18 +659,13 @@ def classification_scores(predicted: torch.Tensor, gold: torch.Tensor, classes: 
 def evaluate_bleu(run: Run, count: int) -> float:
     """Greedy-decoded sacreBLEU of the first ``count`` validation sentences, scored as
     `aiayn evaluate` scores."""
-    corpus = run.valid_data
-    count = min(count, len(corpus))
+    count = min(count, len(run.valid_sources))
     run.model.eval()
-    translator = Translator(cpu.for_inference(run.model), run.tokenizer)
-    sources = [corpus.ids("src", i).tolist() + [run.model_cfg.eos_id] for i in range(count)]
-    hyps = translator.translate_ids(sources, DecodeOptions(beam=1,
-                                                           batch_tokens=run.cfg.max_tokens))
+    translator = Translator(cpu.for_inference(run.model), run.tokenizer,
+                            placeholders=run.placeholders)
+    outputs = translator.translate(run.valid_sources[:count],
+                                   DecodeOptions(beam=1, batch_tokens=run.cfg.max_tokens))
     run.model.train()
-    outputs = [run.tokenizer.decode(h[0].tokens) for h in hyps]
-    if run.placeholders:  # the references are raw text: put the sources' placeholders back
-        outputs = [placeholders.restore(out, found)
-                   for out, found in zip(outputs, run.valid_placeholders)]
     return score(outputs, run.references[:count])["bleu"]
 
 
@@ -694,23 +727,24 @@ def _forward(net: nn.Module, batch: Batch) -> torch.Tensor:
 
 
 def _autocast(device: torch.device, precision: str):
+    if precision == "auto":  # a config used outside `train` (evaluate_loss), not yet resolved
+        precision = choose_precision(device).precision
     dtype = autocast_dtype(precision)
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
 
 
-def _check_resumable(saved: Path, model_cfg: ModelConfig, arch: str,
+def _check_resumable(saved: Checkpoint, model_cfg: ModelConfig, arch: str,
                      tokenizer: AnyTokenizer) -> None:
     """A UserError unless the checkpoint holds this model and this vocabulary."""
-    saved_arch = ckpt.load_arch(saved)
-    if saved_arch != arch:
-        raise UserError(f"cannot resume {saved}: it is a {saved_arch} model, not "
+    if saved.arch != arch:
+        raise UserError(f"cannot resume {saved.path}: it is a {saved.arch} model, not "
                         f"{arch}; use the same --arch, or a new --out")
-    old = ckpt.load_config(saved)
+    old = saved.config
     if old != model_cfg:
         diffs = [f"{k} {v!r} -> {getattr(model_cfg, k)!r}" for k, v in old.to_dict().items()
                  if getattr(model_cfg, k) != v]
-        raise UserError(f"cannot resume {saved}: the model differs ({'; '.join(diffs)}); "
+        raise UserError(f"cannot resume {saved.path}: the model differs ({'; '.join(diffs)}); "
                         "use the same data and model settings, or a new --out")
-    if ckpt.load_tokenizer(saved).fingerprint() != tokenizer.fingerprint():
-        raise UserError(f"cannot resume {saved}: its vocabulary differs from the data's; "
+    if saved.tokenizer.fingerprint() != tokenizer.fingerprint():
+        raise UserError(f"cannot resume {saved.path}: its vocabulary differs from the data's; "
                         "resume with the data it was trained on")

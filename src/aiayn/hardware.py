@@ -1,0 +1,145 @@
+"""What the machine has, and the training precision chosen from it, in one place.
+
+``--precision auto`` (training's default) asks ``choose_precision``:
+
+- **CUDA**: bf16 autocast where the GPU computes in bf16 (Ampere and later), else fp16
+  autocast with loss scaling.
+- **CPU without native bf16** (no AVX512_BF16 or AMX-BF16 among its flags, or oneDNN capped
+  below them by ``ONEDNN_MAX_CPU_ISA``): float32. There PyTorch's bf16 products are emulated or
+  fall back to its reference GEMM on one thread: on an AVX2 AMD EPYC (Zen 3) bf16 training ran
+  at 56 target tokens/s against ~1,500 in float32.
+- **CPU with native bf16**: the flags alone do not settle it, so a training-shaped product is
+  timed in both precisions (about half a second) and bf16 is chosen only where it is clearly
+  faster. On AMD Zen 4 and Zen 5 oneDNN's bf16 products ran at about twice the float32 rate and
+  bf16 trained 1.7x faster; on an Intel Xeon with AVX512_BF16 but no AMX exposed, bf16
+  products ran at 168 GFLOP/s against float32's 240-310 (MKL), and bf16 trained at 0.65x.
+
+The choice never changes results beyond the precision itself, is printed when training starts
+(``Choice.describe``), and is overridden by naming a precision. docs/design.md ("Precision
+chosen by the machine") has the measurements.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+CPUINFO = Path("/proc/cpuinfo")
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+BF16_MARGIN = 1.15  # bf16 must beat float32 by this factor: a near tie keeps float32's accuracy
+# a training-shaped product: a 4,096-token batch through a `small`/`base` feed-forward layer
+PROBE_SHAPE = (4096, 512, 2048)
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """The CPU's model name and feature flags, as /proc/cpuinfo lists them."""
+
+    model: str
+    flags: frozenset[str]
+
+    @property
+    def native_bf16(self) -> bool:
+        return any(flag in self.flags for flag in NATIVE_BF16_FLAGS)
+
+    @property
+    def vector_isa(self) -> str:
+        """The widest vector extension, as a short name for logs."""
+        for flag, name in (("amx_bf16", "AMX"), ("avx512f", "AVX-512"), ("avx2", "AVX2")):
+            if flag in self.flags:
+                return name
+        return "no AVX2"
+
+
+def read_cpu(cpuinfo: Path = CPUINFO) -> Cpu:
+    """This machine's CPU; empty where /proc/cpuinfo cannot be read (not Linux)."""
+    model, flags = "unknown CPU", frozenset()
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return Cpu(model, flags)
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model == "unknown CPU":
+            model = value.strip()
+        elif key == "flags" and not flags:
+            flags = frozenset(value.split())
+    return Cpu(model, flags)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A precision and why it was chosen."""
+
+    precision: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"precision: {self.precision} ({self.reason})"
+
+
+def product_rate(dtype: torch.dtype, shape: tuple[int, int, int] = PROBE_SHAPE,
+                 seconds: float = 0.2) -> float:
+    """GFLOP/s of ``F.linear`` at ``shape`` (rows, in, out) in ``dtype``: the best of
+    repeated timings over about ``seconds``, after one untimed product."""
+    rows, d_in, d_out = shape
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, d_in, generator=generator).to(dtype)
+    w = torch.randn(d_out, d_in, generator=generator).to(dtype)
+    F.linear(x, w)
+    best, start = float("inf"), time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t = time.perf_counter()
+        F.linear(x, w)
+        best = min(best, time.perf_counter() - t)
+        if best > seconds:  # an emulated product: one timing says enough
+            break
+    return 2 * rows * d_in * d_out / best / 1e9
+
+
+def choose_cpu_precision(cpu: Cpu, *, onednn_bf16: bool,
+                         rate: Callable[[torch.dtype], float] = product_rate) -> Choice:
+    """float32 unless the CPU has native bf16, oneDNN may use it, and bf16 products measure
+    ``BF16_MARGIN`` times faster than float32's (``rate`` gives GFLOP/s for a dtype)."""
+    if not cpu.native_bf16:
+        return Choice("fp32", f"{cpu.vector_isa} CPU without native bf16 (AVX512_BF16, AMX): "
+                              "bf16 products would be emulated")
+    if not onednn_bf16:
+        return Choice("fp32", "oneDNN's bf16 kernels are not available to this process "
+                              "(ONEDNN_MAX_CPU_ISA, or a PyTorch without them)")
+    fp32, bf16 = rate(torch.float32), rate(torch.bfloat16)
+    figures = f"bf16 products {bf16:.0f} GFLOP/s, float32 {fp32:.0f} on this CPU"
+    if bf16 >= BF16_MARGIN * fp32:
+        return Choice("bf16", figures)
+    return Choice("fp32", figures)
+
+
+def choose_cuda_precision(device: torch.device) -> Choice:
+    if torch.cuda.is_bf16_supported():
+        return Choice("bf16", f"{torch.cuda.get_device_name(device)} computes in bf16")
+    return Choice("fp16", f"{torch.cuda.get_device_name(device)} has no bf16: fp16 with "
+                          "loss scaling")
+
+
+@functools.cache
+def _cpu_choice() -> Choice:
+    # PyTorch's own check, which also honours a cap set by ONEDNN_MAX_CPU_ISA
+    onednn = (torch.backends.mkldnn.is_available()
+              and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return choose_cpu_precision(read_cpu(), onednn_bf16=onednn)
+
+
+def choose_precision(device: torch.device) -> Choice:
+    """The training precision for ``device`` (measured once per process on a CPU)."""
+    if device.type == "cuda":
+        return choose_cuda_precision(device)
+    if device.type == "cpu":
+        return _cpu_choice()
+    return Choice("fp32", f"{device.type} device")

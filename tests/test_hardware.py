@@ -1,0 +1,99 @@
+import json
+
+import pytest
+import torch
+
+from aiayn import hardware
+from aiayn.hardware import Choice, Cpu, choose_cpu_precision, read_cpu
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+from tests.conftest import FAST
+
+# /proc/cpuinfo flags of the CPU kinds aiayn has run on (abridged to what the choice reads)
+ZEN3 = Cpu("AMD EPYC 7B13", frozenset("sse4_2 avx fma avx2 bmi2".split()))
+ZEN4 = Cpu("AMD EPYC 9B14", frozenset("avx2 avx512f avx512bw avx512vl avx512_bf16".split()))
+XEON = Cpu("Intel(R) Xeon(R) Processor", frozenset("avx2 avx512f avx512_bf16 avx512_fp16".split()))
+SAPPHIRE = Cpu("Intel(R) Xeon(R) Platinum 8480+", frozenset("avx512f avx512_bf16 amx_bf16".split()))
+
+
+def rates(fp32: float, bf16: float):
+    return lambda dtype: {torch.float32: fp32, torch.bfloat16: bf16}[dtype]
+
+
+def never(dtype):
+    raise AssertionError("a CPU without native bf16 is decided without measuring")
+
+
+def test_cpu_without_native_bf16_trains_in_float32_without_measuring():
+    choice = choose_cpu_precision(ZEN3, onednn_bf16=False, rate=never)
+    assert choice.precision == "fp32" and "AVX2" in choice.reason
+    # PyTorch's oneDNN check passing does not make emulated bf16 native
+    assert choose_cpu_precision(ZEN3, onednn_bf16=True, rate=never).precision == "fp32"
+
+
+def test_native_bf16_is_chosen_where_its_products_measure_faster():
+    choice = choose_cpu_precision(ZEN4, onednn_bf16=True, rate=rates(fp32=220, bf16=430))
+    assert choice == Choice("bf16", "bf16 products 430 GFLOP/s, float32 220 on this CPU")
+    assert choose_cpu_precision(SAPPHIRE, onednn_bf16=True,
+                                rate=rates(fp32=300, bf16=1500)).precision == "bf16"
+
+
+def test_native_bf16_that_measures_slower_or_level_keeps_float32():
+    assert choose_cpu_precision(XEON, onednn_bf16=True,
+                                rate=rates(fp32=290, bf16=168)).precision == "fp32"
+    level = rates(fp32=300, bf16=300 * hardware.BF16_MARGIN * 0.99)
+    assert choose_cpu_precision(ZEN4, onednn_bf16=True, rate=level).precision == "fp32"
+
+
+def test_onednn_capped_below_bf16_keeps_float32():
+    # ONEDNN_MAX_CPU_ISA=AVX2 on an AVX-512 machine: the flags say native, oneDNN cannot use it
+    choice = choose_cpu_precision(ZEN4, onednn_bf16=False, rate=never)
+    assert choice.precision == "fp32" and "ONEDNN_MAX_CPU_ISA" in choice.reason
+
+
+def test_cpuinfo_is_read_for_model_and_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu avx2 avx512f "
+                    "avx512_bf16\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu\n")
+    cpu = read_cpu(info)
+    assert cpu.model == "AMD EPYC 9B14" and cpu.native_bf16 and cpu.vector_isa == "AVX-512"
+    assert read_cpu(tmp_path / "missing") == Cpu("unknown CPU", frozenset())
+
+
+def test_product_rate_measures_a_positive_rate():
+    assert hardware.product_rate(torch.float32, shape=(64, 32, 48), seconds=0.01) > 0
+
+
+def test_auto_precision_is_printed_recorded_and_kept_on_resume(toy_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(hardware, "_cpu_choice", lambda: Choice("fp32", "a test CPU"))
+    said = []
+    cfg = {**FAST, "precision": "auto"}
+    train(toy_data, tmp_path / "run", TrainConfig(**cfg, max_steps=4), progress=False,
+          log=said.append)
+    assert "precision: fp32 (a test CPU)" in said
+    saved = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert saved["precision"] == "fp32"
+    # the machine now says otherwise: the resumed run keeps the precision it started with
+    monkeypatch.setattr(hardware, "_cpu_choice", lambda: Choice("bf16", "another CPU"))
+    said.clear()
+    train(toy_data, tmp_path / "run", TrainConfig(**cfg, max_steps=6), resume=True,
+          progress=False, log=said.append)
+    assert "precision: fp32 (the run's own)" in said
+    assert json.loads((tmp_path / "run" / "train_config.json").read_text())["precision"] == "fp32"
+
+
+def test_a_named_precision_is_used_without_asking_the_machine(toy_data, tmp_path, monkeypatch):
+    def ask():
+        raise AssertionError("--precision fp32 was given")
+    monkeypatch.setattr(hardware, "_cpu_choice", ask)
+    said = []
+    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=2), progress=False,
+          log=said.append)
+    assert not any(line.startswith("precision:") for line in said)
+    assert TrainConfig().precision == "auto"  # what `aiayn train` does without the flag
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_precision_is_bf16_where_supported():
+    choice = hardware.choose_precision(torch.device("cuda"))
+    assert choice.precision == ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
