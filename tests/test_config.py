@@ -24,12 +24,14 @@ def test_bad_configuration_names_the_field_and_value(change, message):
 
 
 def test_unknown_key_suggests_the_nearest_valid_one():
-    with pytest.raises(ConfigError, match=r"unknown model config key 'd_modle'; did you mean 'd_model'"):
+    with pytest.raises(ConfigError,
+                       match=r"unknown model config key 'd_modle'; did you mean 'd_model'"):
         ModelConfig.from_dict({"d_modle": 512})
 
 
 def test_unknown_preset_lists_the_presets():
-    with pytest.raises(ConfigError, match="unknown preset 'huge': choose one of tiny, small, base, big"):
+    with pytest.raises(ConfigError,
+                       match="unknown preset 'huge': choose one of tiny, small, base, big"):
         ModelConfig.preset("huge")
 
 

@@ -9,6 +9,7 @@ from torch import nn
 
 from aiayn import ModelConfig, Transformer
 from aiayn.cpu import CpuLinear, cpu_linears, for_inference, onednn_available, quantize_int8, top_k
+from tests.conftest import assert_float32_close
 
 
 @pytest.fixture
@@ -139,7 +140,7 @@ def test_inference_copy_shares_the_weights_and_leaves_the_model_alone(threads):
     assert all(type(m) is not nn.Linear for m in fast.modules())
     src, tgt = torch.randint(4, 40, (1, 5)), torch.randint(4, 40, (1, 4))
     with torch.inference_mode():
-        torch.testing.assert_close(fast(src, tgt), model.eval()(src, tgt), atol=1e-5, rtol=0)
+        assert_float32_close(fast(src, tgt), model.eval()(src, tgt))
 
 
 @pytest.mark.parametrize("rows,vocab,k", [(1, 8000, 1), (128, 8000, 8), (5, 1000, 8),

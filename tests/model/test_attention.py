@@ -9,7 +9,7 @@ from aiayn.model import (
     scaled_dot_product_attention,
 )
 from aiayn.model.attention import SHORT_ROW
-from tests.conftest import random_tokens
+from tests.conftest import assert_float32_close, random_tokens
 
 D, H = 32, 4
 
@@ -46,9 +46,9 @@ def test_self_attention_equals_torch_multihead_attention(use_padding):
     expected, expected_w = ref(x, x, x, key_padding_mask=~mask[:, 0, 0], average_attn_weights=False)
     got, _ = ours(x, x, x, mask)
     got_ref, weights = ours(x, x, x, mask, return_weights=True)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
-    torch.testing.assert_close(got_ref, expected, atol=1e-5, rtol=0)
-    torch.testing.assert_close(weights, expected_w, atol=1e-5, rtol=0)
+    assert_float32_close(got, expected)
+    assert_float32_close(got_ref, expected)
+    assert_float32_close(weights, expected_w)
 
 
 def test_cross_attention_equals_torch_multihead_attention():
@@ -58,7 +58,7 @@ def test_cross_attention_equals_torch_multihead_attention():
     mask = padding_mask(random_tokens(2, 9, lengths=[9, 3]), 0)
     expected, _ = ref(query, memory, memory, key_padding_mask=~mask[:, 0, 0])
     got, _ = ours(query, memory, memory, mask)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    assert_float32_close(got, expected)
 
 
 def test_inputs_must_fit_the_kind_of_attention():
@@ -74,7 +74,7 @@ def test_causal_self_attention_equals_torch_with_causal_mask():
     ours = copy_from_torch(ref)
     x = torch.randn(2, 6, D)
     expected, _ = ref(x, x, x, attn_mask=~causal_mask(6)[0, 0])
-    torch.testing.assert_close(ours(x, x, x, is_causal=True)[0], expected, atol=1e-5, rtol=0)
+    assert_float32_close(ours(x, x, x, is_causal=True)[0], expected)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -85,8 +85,8 @@ def test_fused_path_equals_reference_path(causal):
     reference, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=causal,
                                                       return_weights=True)
     assert none is None
-    torch.testing.assert_close(fused, reference, atol=1e-6, rtol=0)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 6), atol=1e-6, rtol=0)
+    assert_float32_close(fused, reference)
+    assert_float32_close(weights.sum(-1), torch.ones(2, H, 6))
 
 
 @pytest.mark.parametrize("keys", [20, 11])  # 11: rows shorter than a vector, padded
@@ -110,7 +110,7 @@ def test_decoding_steps_on_the_cpu_take_the_reference_path_with_the_same_result(
     assert bool(pads) == (keys < SHORT_ROW)  # short rows padded for the softmax
     fused, _ = scaled_dot_product_attention(q, k, v, mask)  # with gradients: the fused kernel
     assert calls
-    torch.testing.assert_close(fast, fused, atol=1e-6, rtol=0)
+    assert_float32_close(fast, fused)
 
 
 def test_attention_weights_are_zero_at_masked_keys():

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from aiayn import LanguageModel, ModelConfig, Transformer
-from tests.conftest import VOCAB, random_tokens
+from tests.conftest import VOCAB, assert_float32_close, random_tokens
 
 
 @pytest.mark.parametrize("norm", ["post", "pre", "sandwich"])
@@ -16,7 +16,7 @@ def test_cached_decoding_equals_full_forward(norm):
         cache = model.init_cache(memory, src_mask, max_len=10)
         steps = [model.decode_step(tgt[:, :2], cache)]  # a two-token prefix, then one at a time
         steps += [model.decode_step(tgt[:, t:t + 1], cache) for t in range(2, 6)]
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=0)
+    assert_float32_close(torch.cat(steps, 1), full)
     assert cache.length == 6
 
 
@@ -28,7 +28,7 @@ def test_language_model_cached_decoding_equals_full_forward(tiny_cfg):
         cache = model.init_cache(2, 16)
         steps = [model.decode_step(tokens[:, :3], cache)]
         steps += [model.decode_step(tokens[:, t:t + 1], cache) for t in range(3, 7)]
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=0)
+    assert_float32_close(torch.cat(steps, 1), full)
 
 
 def test_cache_reorder_moves_self_attention_state_with_the_beam(tiny_cfg):
@@ -45,8 +45,7 @@ def test_cache_reorder_moves_self_attention_state_with_the_beam(tiny_cfg):
         cache.reorder(order)
         assert cache.layers[0].cross_k is cross_before  # same source: cross K/V untouched
         step = model.decode_step(tgt[order, 3:4], cache)
-    torch.testing.assert_close(step, model(src.repeat(3, 1), tgt[order])[:, 3:4], atol=1e-5,
-                               rtol=0)
+    assert_float32_close(step, model(src.repeat(3, 1), tgt[order])[:, 3:4])
 
 
 def test_cache_with_beams_drops_finished_sentences(tiny_cfg):
@@ -61,7 +60,7 @@ def test_cache_with_beams_drops_finished_sentences(tiny_cfg):
         cache.reorder(keep)
         step = model.decode_step(tgt[keep, 3:4], cache)
     rows = torch.tensor([2, 2, 0, 0])
-    torch.testing.assert_close(step, model(src[rows], tgt[keep])[:, 3:4], atol=1e-5, rtol=0)
+    assert_float32_close(step, model(src[rows], tgt[keep])[:, 3:4])
 
 
 def test_cache_expands_one_row_per_sentence_to_its_beams(tiny_cfg):
@@ -76,7 +75,7 @@ def test_cache_expands_one_row_per_sentence_to_its_beams(tiny_cfg):
         cache.reorder(rows, group=3)
         assert cache.group == 3 and cache.layers[0].cross_k.size(0) == 2  # memory kept once
         step = model.decode_step(tgt[rows, 1:2], cache)
-    torch.testing.assert_close(step, model(src[rows], tgt[rows, :2])[:, 1:2], atol=1e-5, rtol=0)
+    assert_float32_close(step, model(src[rows], tgt[rows, :2])[:, 1:2])
 
 
 def test_gather_pending_moves_every_layer_at_once(tiny_cfg):
@@ -112,7 +111,7 @@ def test_cache_reorder_drops_finished_rows(tiny_cfg, reorders):
         assert torch.equal(cache.layers[0].self_k[:, :, :3], before[:, :, :3])
         cache.gather_pending()
         assert torch.equal(cache.layers[0].self_k[:, :, :3], before[keep, :, :3])
-    torch.testing.assert_close(step, model(src[keep], tgt[keep])[:, 3:4], atol=1e-5, rtol=0)
+    assert_float32_close(step, model(src[keep], tgt[keep])[:, 3:4])
 
 
 def test_beam_histories_read_through_the_ancestry_equal_a_gathered_cache(tiny_cfg):
@@ -134,7 +133,7 @@ def test_beam_histories_read_through_the_ancestry_equal_a_gathered_cache(tiny_cf
             tokens = torch.cat([tokens[order], tgt[cache.src_rows, step:step + 1]], dim=1)
             got = model.decode_step(tokens[:, -1:], cache)
             want = model(src[cache.src_rows], tokens)[:, -1:]
-            torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+            assert_float32_close(got, want)
 
 
 def test_more_rows_than_the_cache_holds_need_a_reorder(tiny_cfg):

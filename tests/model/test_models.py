@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from aiayn import EncoderModel, LanguageModel, ModelConfig, Transformer
-from tests.conftest import VOCAB, random_tokens
+from tests.conftest import VOCAB, assert_float32_close, random_tokens
 
 OPTIONS = [dict(norm=n, positions=p, activation=a)
            for n in ("post", "pre", "sandwich") for p in ("sinusoidal", "learned")
@@ -40,7 +40,7 @@ def test_appending_padding_leaves_real_positions_unchanged(norm):
     padded = model(torch.cat([src, torch.zeros(2, 5, dtype=torch.long)], 1),
                    torch.cat([tgt, torch.zeros(2, 4, dtype=torch.long)], 1))
     real = tgt != 0
-    torch.testing.assert_close(padded[:, :5][real], logits[real], atol=1e-6, rtol=0)
+    assert_float32_close(padded[:, :5][real], logits[real])
 
 
 def test_encoder_model_pooling_ignores_padding(tiny_cfg):
@@ -49,8 +49,8 @@ def test_encoder_model_pooling_ignores_padding(tiny_cfg):
     out = model(src)
     longer = model(torch.cat([src, torch.zeros(2, 3, dtype=torch.long)], 1))
     assert out.hidden.shape == (2, 6, tiny_cfg.d_model) and out.logits.shape == (2, 3)
-    torch.testing.assert_close(longer.pooled, out.pooled, atol=1e-6, rtol=0)
-    torch.testing.assert_close(out.pooled[1], out.hidden[1, :4].mean(0), atol=1e-6, rtol=0)
+    assert_float32_close(longer.pooled, out.pooled)
+    assert_float32_close(out.pooled[1], out.hidden[1, :4].mean(0))
 
 
 @pytest.mark.parametrize("preset,paper", [("base", 65e6), ("big", 213e6)])
@@ -99,7 +99,7 @@ def test_attention_weights_are_returned_on_request(tiny_cfg):
     model = Transformer(tiny_cfg).eval()
     src, tgt = random_tokens(2, 6, lengths=[6, 3]), random_tokens(2, 4)
     logits, weights = model(src, tgt, return_weights=True)
-    torch.testing.assert_close(logits, model(src, tgt), atol=1e-5, rtol=0)
+    assert_float32_close(logits, model(src, tgt))
     assert [w.shape for w in weights.encoder] == [(2, 4, 6, 6)] * 2
     assert [w.shape for w in weights.decoder] == [(2, 4, 4, 4)] * 2
     assert [w.shape for w in weights.cross] == [(2, 4, 4, 6)] * 2

@@ -8,7 +8,7 @@ from torch import nn
 
 from aiayn import ModelConfig, Transformer
 from aiayn.model import causal_mask
-from tests.conftest import random_tokens
+from tests.conftest import assert_float32_close, random_tokens
 from tests.model.test_attention import copy_attention
 
 
@@ -63,7 +63,6 @@ def test_encoder_decoder_equals_torch_transformer(norm, padded):
     memory, src_mask, _ = ours.encode(src)
     got, _, _ = ours.decoder(tgt_x, memory, src_mask)
     real = tgt_in != cfg.pad_id
-    torch.testing.assert_close(got[real], expected[real], atol=1e-5, rtol=0)
-    torch.testing.assert_close(
-        memory[src != 0], ref.encoder(src_x, src_key_padding_mask=src_pad)[src != 0],
-        atol=1e-5, rtol=0)
+    assert_float32_close(got[real], expected[real])
+    assert_float32_close(
+        memory[src != 0], ref.encoder(src_x, src_key_padding_mask=src_pad)[src != 0])

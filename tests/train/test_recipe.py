@@ -75,7 +75,9 @@ def test_train_config_defaults_are_the_paper_recipe():
 def test_unknown_training_key_names_the_nearest(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("max_tokns: 100\n")
-    with pytest.raises(ConfigError, match="unknown training config key 'max_tokns'; did you mean 'max_tokens'"):
+    with pytest.raises(ConfigError, match="unknown training config key 'max_tokns'; did you "
+                                          "mean 'max_tokens'"):
         TrainConfig.from_yaml(path)
-    with pytest.raises(ConfigError, match="unknown model config key 'n_head'; did you mean 'n_heads'"):
+    with pytest.raises(ConfigError,
+                       match="unknown model config key 'n_head'; did you mean 'n_heads'"):
         TrainConfig(model={"n_head": 4})

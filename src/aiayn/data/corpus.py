@@ -40,7 +40,8 @@ def text_file(split: str, side: str) -> str:
 
 
 class ParallelCorpus:
-    """One prepared split, memory-mapped: sentence i is ``src(i)``, ``tgt(i)`` (ids, no specials)."""
+    """One prepared split, memory-mapped: sentence i is ``src(i)``, ``tgt(i)`` (ids, no
+    specials)."""
 
     def __init__(self, data_dir: str | Path, split: str) -> None:
         data_dir = Path(data_dir)

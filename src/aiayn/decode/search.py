@@ -65,7 +65,8 @@ def length_penalty(length: int, alpha: float, form: str = "gnmt") -> float:
 
 
 def max_output_lengths(src: Tensor, pad_id: int, a: float, b: int, cap: int) -> Tensor:
-    """Per sentence: a * (source tokens) + b generated tokens (§6.1: input + 50), at most ``cap``."""
+    """Per sentence: a * (source tokens) + b generated tokens (§6.1: input + 50), at most
+    ``cap``."""
     src_len = (src != pad_id).sum(1)  # (N,)
     return (src_len.float() * a + b).long().clamp(1, cap)
 

@@ -5,8 +5,16 @@ from .cache import DecoderCache, LayerCache
 from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, Residual
 from .masks import causal_mask, padding_mask
-from .models import (ARCHS, AttentionWeights, EncoderModel, EncoderOutput, LanguageModel,
-                     Transformer, arch_of, build_model)
+from .models import (
+    ARCHS,
+    AttentionWeights,
+    EncoderModel,
+    EncoderOutput,
+    LanguageModel,
+    Transformer,
+    arch_of,
+    build_model,
+)
 
 __all__ = [
     "ARCHS", "AttentionWeights", "Decoder", "DecoderCache", "DecoderLayer", "Embeddings", "Encoder",

@@ -87,7 +87,8 @@ def scaled_dot_product_attention(
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O,
+    head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
 
     The input projections are stacked so that each is one matrix product: self-attention keeps
     ``qkv_proj`` (rows W^Q; W^K; W^V, as ``nn.MultiheadAttention``'s ``in_proj_weight``);

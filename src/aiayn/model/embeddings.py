@@ -66,7 +66,8 @@ class PositionalEncoding(nn.Module):
         end = offset + x.size(1)
         if end > self.max_len:
             raise ValueError(
-                f"sequence length {end} exceeds max_len ({self.max_len}); raise max_len in the config"
+                f"sequence length {end} exceeds max_len ({self.max_len}); raise max_len in the "
+                "config"
             )
         return self.dropout(x + self.table[offset:end])
 

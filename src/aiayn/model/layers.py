@@ -14,7 +14,6 @@ from .attention import MultiHeadAttention
 from .cache import DecoderCache
 from .dropout import dropout
 
-
 ACTIVATION_FNS = {"gelu": F.gelu, "swish": F.silu}
 
 
