@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION := 2.13.0
+# where pip finds torch: by default as pip resolves it (PyPI's Linux x86 wheel is a CUDA build);
+# make install TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU-only wheel,
+# .../whl/cu128 for a CUDA one
+TORCH_INDEX ?=
+TORCH_FLAGS := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 
 .PHONY: install test demo bench clean
 
@@ -11,7 +16,7 @@ install: $(VENV)/.installed
 # torch is installed first and pinned: the CPU wheel on this machine, never a newer CUDA build
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
+	$(PY) -m pip install --quiet $(TORCH_FLAGS) torch==$(TORCH_VERSION)
 	$(PY) -m pip install --quiet -e '.[test,interop,serve]'
 	touch $@
 

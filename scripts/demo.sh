@@ -8,6 +8,7 @@ PY=${PY:-.venv/bin/python}
 CORPUS=src/aiayn/data/demo
 OUT=${OUT:-runs/demo}
 STEPS=${STEPS:-900}
+MINUTES=${MINUTES:-8}
 
 echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
 [ -f "$OUT/data/stats.json" ] || $PY -m aiayn prepare \
@@ -15,11 +16,13 @@ echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
     --valid-src $CORPUS/dev.en.gz --valid-tgt $CORPUS/dev.es.gz \
     --src-lang en --tgt-lang es --vocab-size 8000 --out "$OUT/data"
 
-echo "== 2/4 train: small preset, bf16 autocast, $STEPS steps with a schedule fitted to them"
-echo "   (about 9 minutes on 2 idle cores; on a busy machine it takes longer, to the same result)"
+echo "== 2/4 train: small preset, $STEPS steps or $MINUTES minutes, whichever comes first, with a"
+echo "   schedule fitted to that budget, in the precision this machine trains fastest in"
+echo "   (chosen and printed at start); a CPU that trains fast does all $STEPS steps, a slower"
+echo "   one fewer in the same time"
 rm -rf "$OUT/run" "$OUT/averaged"  # the demo's own previous run
-$PY -m aiayn train --data "$OUT/data" --out "$OUT/run" --preset small --precision bf16 \
-    --max-steps "$STEPS" --max-tokens 4000 --valid-every 100 --valid-bleu-sentences 50 \
+$PY -m aiayn train --data "$OUT/data" --out "$OUT/run" --preset small \
+    --max-steps "$STEPS" --max-minutes "$MINUTES" --max-tokens 4000 --valid-every 100 --valid-bleu-sentences 50 \
     --keep-last 3 > "$OUT/train-summary.json"
 ln -s run/checkpoints/averaged "$OUT/averaged"  # the average of its last 3 checkpoints
 $PY -m aiayn plot "$OUT/run"
