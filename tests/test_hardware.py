@@ -97,3 +97,45 @@ def test_a_named_precision_is_used_without_asking_the_machine(toy_data, tmp_path
 def test_cuda_precision_is_bf16_where_supported():
     choice = hardware.choose_precision(torch.device("cuda"))
     assert choice.precision == ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder"])
+def test_training_flops_equal_pytorchs_count_of_a_step(arch):
+    """The model FLOPs counted from the shapes equal what PyTorch's FlopCounterMode counts
+    over a forward and backward pass (matrix products, attention included)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from aiayn.config import ModelConfig
+    from aiayn.model import build_model
+    from aiayn.train.metrics import training_flops
+    cfg = ModelConfig.preset("tiny", vocab_size=50, dropout=0.0)
+    model = build_model(arch, cfg, num_classes=3 if arch == "encoder" else None)
+    src, tgt = torch.randint(4, 50, (3, 7)), torch.randint(4, 50, (3, 5))
+    # the attention's reference path (its products are what FlopCounterMode counts; it has
+    # no count for the CPU's fused kernel)
+    with FlopCounterMode(display=False) as counter:
+        if arch == "encoder-decoder":
+            out = model(src, tgt, return_weights=True)[0]
+        elif arch == "decoder-only":
+            out = model(tgt, return_weights=True)[0]
+        else:
+            out = model(src, return_weights=True)[0].logits
+        out.float().sum().backward()
+    counted = counter.get_total_flops()
+    ours = training_flops(arch, cfg, tuple(src.shape), tuple(tgt.shape))
+    if arch == "encoder":  # the classifier's head (3 outputs) is left out of ours
+        assert 0.99 * counted <= ours < counted
+    else:
+        assert ours == counted
+
+
+def test_the_training_log_reports_mfu(toy_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(hardware, "measured_rate", lambda dtype: 50.0)  # GFLOP/s
+    hardware.peak_flops.cache_clear()
+    train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=3), progress=False,
+          log=lambda *_: None)
+    hardware.peak_flops.cache_clear()
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
+              .splitlines()]
+    steps = [r for r in logged if "loss" in r]
+    assert steps and all(0 < r["mfu"] < 1 for r in steps)

@@ -1,5 +1,6 @@
 import torch
 
+from aiayn.codec import join
 from aiayn.translate import DecodeOptions, load
 
 
@@ -17,13 +18,20 @@ def test_empty_lines_give_empty_translations(tiny_checkpoint):
     assert out[0] == "" and out[2] == "" and len(out) == 3
 
 
-def test_overlong_input_is_truncated_with_a_warning(tiny_checkpoint):
-    translator = load(tiny_checkpoint)
+def test_a_sentence_past_the_limit_is_translated_in_pieces_cut_between_words(tiny_checkpoint):
+    translator = load(tiny_checkpoint)  # max_len 64
     warnings = []
     translator.codec.warn = warnings.append
-    out = translator.translate([" ".join(["omega alpha"] * 100)], DecodeOptions(beam=1))
-    assert len(out) == 1
-    assert warnings and "truncated to 63" in warnings[0]
+    sentence = " ".join(["omega alpha"] * 100)  # no sentence boundary to split at
+    pieces = translator.codec.encode_text(sentence, 7)
+    assert len(pieces) > 1 and all(len(p.ids) <= 64 for p in pieces)
+    assert " ".join(p.text for p in pieces).split() == sentence.split()  # nothing dropped
+    assert len(warnings) == 1 and warnings[0].startswith("line 7: a sentence of")
+    out = translator.translate([sentence], DecodeOptions(beam=1))
+    assert out == [join(translator.translate([p.text for p in pieces], DecodeOptions(beam=1)))]
+    # a word longer than the model reads alone is cut between characters, not dropped
+    word = "x" * 500
+    assert "".join(p.text for p in translator.codec.encode_text(word)) == word
 
 
 def test_nbest_lists_are_sorted_with_scores(tiny_checkpoint):

@@ -292,6 +292,10 @@ def _add_translate_evaluate(sub) -> None:
     p.add_argument("--prefix-file", metavar="FILE",
                    help="one target prefix per input line (an empty line for none): each "
                         "translation starts with it and decoding continues after it")
+    p.add_argument("--split-sentences", action="store_true",
+                   help="translate every line sentence by sentence (sentencex), as `aiayn "
+                        "serve` does paragraphs; by default only a line past the model's "
+                        "length limit is split, so that nothing is cut")
     p.add_argument("--sample", action="store_true",
                    help="sample one translation per sentence instead of beam search "
                         "(back-translation); reproducible with --seed")
@@ -348,7 +352,7 @@ def translate_command(args: argparse.Namespace) -> None:
             raise UserError(f"--prefix-file {args.prefix_file} has {len(prefixes)} lines but "
                             f"the input {len(lines)}; give one prefix per line (empty for none)")
     out = translator.translate(lines, options, on_batch=bar.update if bar else None,
-                               prefixes=prefixes)
+                               prefixes=prefixes, split_sentences=args.split_sentences)
     if bar:
         bar.close()
     if args.alignments and args.nbest == 1:
@@ -587,6 +591,10 @@ def _add_serve(sub) -> None:
     p.add_argument("--compile", action="store_true",
                    help="run decoding steps as compiled code (float32, CPU; needs a C++ "
                         "compiler)")
+    p.add_argument("--keep-freed-mib", type=int, default=256, metavar="MIB",
+                   help="freed memory the process keeps for reuse before returning it to the "
+                        "system: a bound on how far its memory grows past what decoding holds "
+                        "(default: 256; translate and train keep 1024)")
     p.set_defaults(command_fn=serve_command)
 
 
@@ -623,7 +631,7 @@ def serve_command(args: argparse.Namespace) -> None:
     import logging
 
     from .errors import require
-    for module in ("starlette", "prometheus_client", "sentencex", "multipart"):
+    for module in ("starlette", "prometheus_client", "multipart"):
         require(module, "serve", "serve")
     uvicorn = require("uvicorn", "serve", "serve")
 
@@ -647,6 +655,10 @@ def serve_command(args: argparse.Namespace) -> None:
                         batch_tokens=args.batch_tokens, max_wait_ms=args.max_wait_ms,
                         queue_size=args.queue_size, api_keys=keys, req_limit=args.req_limit,
                         beam=args.beam)
+    if args.keep_freed_mib < 0:
+        raise UserError("--keep-freed-mib must be >= 0")
+    from .cpu import reuse_freed_memory
+    reuse_freed_memory(args.keep_freed_mib << 20)  # before the models load: the first call sets it
     app = create_app(_served_models(args.checkpoint, args.int8, args.compile), settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     _log(f"serving {', '.join(app.state.service.models)} on http://{args.host}:{args.port}/")

@@ -276,16 +276,17 @@ TRIM_THRESHOLD = 1 << 30
 _malloc_applied: bool | None = None
 
 
-def reuse_freed_memory() -> bool:
+def reuse_freed_memory(keep: int | None = None) -> bool:
     """Raise glibc's mmap and trim thresholds once per process; True when they are set.
 
     Every decoding (and training) step allocates and frees the same tensors. glibc serves
     large requests with fresh ``mmap`` mappings and returns the top of the heap to the kernel,
     so those buffers keep coming back as new pages that fault when first written. With the
-    thresholds raised, requests below 64 MiB come from the heap and up to 1 GiB of freed heap
-    stays with the process for reuse. Process-wide; ``aiayn.load``, the decoding commands and
-    training on the CPU call it, and ``AIAYN_KEEP_MALLOC=1`` in the environment leaves the
-    allocator alone. Does nothing elsewhere than glibc (macOS, musl).
+    thresholds raised, requests below 64 MiB come from the heap and up to ``keep`` bytes of
+    freed heap (by default 1 GiB) stay with the process for reuse. Process-wide; ``aiayn.load``,
+    the decoding commands and training on the CPU call it, the first call decides (`aiayn
+    serve --keep-freed-mib` calls it first), and ``AIAYN_KEEP_MALLOC=1`` in the environment
+    leaves the allocator alone. Does nothing elsewhere than glibc (macOS, musl).
     """
     global _malloc_applied
     if _malloc_applied is None:
@@ -295,6 +296,7 @@ def reuse_freed_memory() -> bool:
                 mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
             except (OSError, AttributeError):  # not glibc
                 return False
+            trim = TRIM_THRESHOLD if keep is None else keep
             _malloc_applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-                                   and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+                                   and mallopt(M_TRIM_THRESHOLD, trim))
     return _malloc_applied

@@ -129,11 +129,48 @@ def choose_cuda_precision(device: torch.device) -> Choice:
 
 
 @functools.cache
+def measured_rate(dtype: torch.dtype) -> float:
+    """``product_rate`` at the training-shaped probe, measured once per process."""
+    return product_rate(dtype)
+
+
+@functools.cache
 def _cpu_choice() -> Choice:
     # PyTorch's own check, which also honours a cap set by ONEDNN_MAX_CPU_ISA
     onednn = (torch.backends.mkldnn.is_available()
               and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    return choose_cpu_precision(read_cpu(), onednn_bf16=onednn)
+    return choose_cpu_precision(read_cpu(), onednn_bf16=onednn, rate=measured_rate)
+
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _cuda_rate(dtype: torch.dtype, device: torch.device, n: int = 8192) -> float:
+    """GFLOP/s of an n x n x n product on the GPU, the best of 5 after one untimed."""
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    a @ b
+    best = float("inf")
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        a @ b
+        end.record()
+        torch.cuda.synchronize(device)
+        best = min(best, start.elapsed_time(end) / 1000)
+    return 2 * n ** 3 / best / 1e9
+
+
+@functools.cache
+def peak_flops(device: torch.device, precision: str) -> float:
+    """The FLOP/s a matrix product reaches on ``device`` in ``precision`` (not "auto"),
+    measured here: the denominator of model FLOPs utilization. On a CPU the training-shaped
+    probe (``PROBE_SHAPE``), shared with the precision choice; on a GPU an 8,192-square
+    product."""
+    dtype = DTYPES[precision]
+    if device.type == "cuda":
+        return _cuda_rate(dtype, device) * 1e9
+    return measured_rate(dtype) * 1e9
 
 
 def choose_precision(device: torch.device) -> Choice:

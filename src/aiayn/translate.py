@@ -118,12 +118,15 @@ class Translator:
     """
 
     def __init__(self, model: Transformer, tokenizer: AnyTokenizer, *,
-                 warn: Callable[[str], None] | None = None, placeholders: bool = False) -> None:
+                 warn: Callable[[str], None] | None = None, placeholders: bool = False,
+                 language: str = "en") -> None:
         self.model, self.tokenizer = model.eval(), tokenizer
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
-        # placeholders: masked as the training data was (``aiayn.placeholders``)
-        self.codec = TextCodec(tokenizer, self.cfg, placeholders=placeholders, warn=warn)
+        # placeholders: masked as the training data was (``aiayn.placeholders``); language:
+        # the source's, for splitting lines past the model's length limit into sentences
+        self.codec = TextCodec(tokenizer, self.cfg, placeholders=placeholders,
+                               language=language, warn=warn)
 
     @classmethod
     def load(cls, path: str | Path | Checkpoint | list, *, device: str = "cpu",
@@ -158,7 +161,9 @@ class Translator:
         if compile:
             models = [CompiledSteps(m) for m in models]
         model = models[0] if len(models) == 1 else Ensemble(models)
-        return cls(model.to(device), checkpoints[0].tokenizer, placeholders=protect)
+        languages = checkpoints[0].languages or {"source": "en"}
+        return cls(model.to(device), checkpoints[0].tokenizer, placeholders=protect,
+                   language=languages["source"])
 
     def _pad(self, rows: list[list[int]], fill: int | None = None) -> torch.Tensor:
         fill = self.cfg.pad_id if fill is None else fill
@@ -216,28 +221,35 @@ class Translator:
 
     def translate(self, sentences: Iterable[str], options: DecodeOptions | None = None, *,
                   on_batch: Callable[[int], None] | None = None,
-                  prefixes: Iterable[str] | None = None,
+                  prefixes: Iterable[str] | None = None, split_sentences: bool = False,
                   ) -> list[str] | list[list[tuple[str, float]]]:
-        """Translate sentences. nbest 1: one string each; else lists of (text, score).
+        """Translate lines. nbest 1: one string each; else lists of (text, score).
 
-        An empty sentence gives an empty translation. ``prefixes``: per sentence, target text
-        the translation starts with ("" for none); decoding continues after it.
+        An empty line gives an empty translation. Nothing is cut: a line past the model's
+        length limit is translated sentence by sentence (a sentence still too long in pieces
+        between words, with a warning) and joined back (``aiayn.codec``); ``split_sentences``
+        splits every line so, as the server splits paragraphs. ``prefixes``: per line, target
+        text the translation starts with ("" for none); decoding continues after it.
         """
         o, codec = options or DecodeOptions(), self.codec
-        sources = [codec.encode(s, i + 1) for i, s in enumerate(sentences)]
+        groups = [codec.encode_text(s, i + 1, split=split_sentences)
+                  for i, s in enumerate(sentences)]
+        sources = [source for group in groups for source in group]
         prefix_ids = None
         if prefixes is not None:
             prefixes = list(prefixes)
-            if len(prefixes) != len(sources):
-                raise UserError(f"{len(prefixes)} prefixes for {len(sources)} sentences; give "
+            if len(prefixes) != len(groups):
+                raise UserError(f"{len(prefixes)} prefixes for {len(groups)} sentences; give "
                                 "one per sentence (an empty line for none)")
-            prefix_ids = [codec.encode_target(p, s, limit=self.cfg.max_len - 2)
-                          for p, s in zip(prefixes, sources)]
-        hyps = self.translate_ids([s.ids for s in sources], o, on_batch=on_batch,
-                                  prefixes=prefix_ids)
+            # a line's prefix starts its first sentence
+            prefix_ids = [codec.encode_target(p, g[0], limit=self.cfg.max_len - 2) if k == 0
+                          else [] for p, g in zip(prefixes, groups) for k in range(len(g))]
+        hyps = self.translate_ids([s.ids for s in sources], o, prefixes=prefix_ids,
+                                  on_batch=on_batch)
+        lines = codec.decode_lines(groups, hyps)
         if o.nbest == 1:
-            return [codec.decode(h[0].tokens, s) for h, s in zip(hyps, sources)]
-        return [[(codec.decode(x.tokens, s), x.score) for x in h] for h, s in zip(hyps, sources)]
+            return [nbest[0][0] for nbest in lines]
+        return lines
 
     # ------------------------------------------------------------------ scoring
     @torch.inference_mode()

@@ -2,9 +2,7 @@
 127.0.0.1, real HTTP clients, and every bad request answered without hurting the server."""
 
 import shutil
-import signal
 import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 

@@ -21,11 +21,11 @@ class SlowTranslator:
         self.release = threading.Event()
         self.codec = self
 
-    def encode(self, sentence: str) -> Source:
-        return Source(sentence, [5] * len(sentence) + [3])
+    def encode_text(self, sentence: str) -> list[Source]:
+        return [Source(sentence, [5] * len(sentence) + [3])]
 
-    def decode(self, tokens, source: Source) -> str:
-        return "x" * len(tokens)
+    def decode_lines(self, groups, hyps) -> list[list[tuple[str, float]]]:
+        return [[("x" * len(h.tokens), h.score) for h in found] for found in hyps]
 
     def translate_ids(self, sources, options):
         self.release.wait(10)

@@ -40,7 +40,7 @@ def hidden(directory) -> list[str]:
 
 def test_a_checkpoint_that_cannot_be_written_stops_with_last_at_the_previous(
         toy_data, tmp_path, monkeypatch, capsys):
-    full_disk_at(monkeypatch, ckpt_write, "save_file", {2})  # the training state of the 2nd checkpoint
+    full_disk_at(monkeypatch, ckpt_write, "save_file", {2})  # the 2nd checkpoint's training state
     run = tmp_path / "run"
     argv = ["train", "--data", str(toy_data), "--out", str(run), "--preset", "tiny",
             "--max-tokens", "150", "--warmup", "10", "--valid-every", "4",

@@ -215,11 +215,10 @@ class Service:
         """Each sentence's n-best translations as (text, score), through the model's codec
         (as `aiayn translate` decodes them)."""
         codec = model.translator.codec
-        sources = [codec.encode(s) for s in sentences]
-        hyps = await self.wait(self.batcher.submit(model.name, [s.ids for s in sources],
-                                                   options))
-        return [[(codec.decode(h.tokens, source), h.score) for h in found]
-                for found, source in zip(hyps, sources)]
+        groups = [codec.encode_text(s) for s in sentences]  # past the limit: in pieces
+        hyps = await self.wait(self.batcher.submit(
+            model.name, [source.ids for group in groups for source in group], options))
+        return codec.decode_lines(groups, hyps)
 
     async def run_alone(self, model: Model, call):
         return await self.wait(self.batcher.submit(model.name, [], None, call=call))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from html.parser import HTMLParser
 
-from sentencex import segment
+from ..codec import join, sentences
 
 # ISO 639-1 codes with English names (LibreTranslate's /languages shows names)
 LANGUAGE_NAMES = {
@@ -32,16 +32,13 @@ def language_name(code: str) -> str:
 
 
 def split_sentences(text: str, language: str) -> list[list[str]]:
-    """Lines of sentences; an empty line is an empty list."""
-    lines = []
-    for line in text.split("\n"):
-        lines.append([s.strip() for s in segment(language, line) if s.strip()]
-                     if line.strip() else [])
-    return lines
+    """Lines of sentences (``aiayn.codec.sentences``, as `aiayn translate --split-sentences`
+    splits them); an empty line is an empty list."""
+    return [sentences(line, language) if line.strip() else [] for line in text.split("\n")]
 
 
 def join_sentences(lines: list[list[str]]) -> str:
-    return "\n".join(" ".join(sentences) for sentences in lines)
+    return "\n".join(join(translations) for translations in lines)
 
 
 class _Pieces(HTMLParser):

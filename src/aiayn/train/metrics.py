@@ -9,7 +9,31 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import ModelConfig
 from ..errors import UserError
+
+
+def training_flops(arch: str, cfg: ModelConfig, src: tuple[int, int],
+                   tgt: tuple[int, int]) -> float:
+    """The model FLOPs of one training step on a batch of (B, S) sources and (B, T) targets,
+    counted from the model's shapes: each product of an (m, k) and a (k, n) matrix is 2mkn, a
+    step is three forward passes' worth (the backward pass computes two products for each of
+    the forward's), padded positions count (they are computed). Elementwise work (norms,
+    softmax, dropout) is left out, as model FLOPs utilization counts it."""
+    d, f = cfg.d_model, cfg.d_ff
+    (b, s), (_, t) = src, tgt
+    projections = 2 * (4 * d * d + 2 * d * f)  # per position per layer: Q, K, V, O and the FFN
+    forward = 0.0
+    if arch in ("encoder-decoder", "encoder"):  # self-attention over S positions
+        forward += cfg.n_encoder_layers * b * s * (projections + 2 * 2 * s * d)
+    if arch == "encoder-decoder":  # masked self-attention, cross-attention and its K, V
+        cross = 2 * 2 * d * d * t + 2 * 2 * d * d * s + 2 * 2 * t * s * d
+        forward += cfg.n_decoder_layers * b * (t * (projections + 2 * 2 * t * d) + cross)
+    if arch == "decoder-only":
+        forward += cfg.n_decoder_layers * b * t * (projections + 2 * 2 * t * d)
+    if arch != "encoder":  # the output layer over the target vocabulary
+        forward += 2 * b * t * d * cfg.target_vocab_size
+    return 3 * forward
 
 
 class MetricsLog:
@@ -70,6 +94,7 @@ class Window:
     loss: float = 0.0
     nll: float = 0.0
     tokens: int = 0
+    flops: float = 0.0  # model FLOPs of this process's steps (not carried over a resume)
     start: float = field(default_factory=time.monotonic)
 
     carried: int = 0  # tokens restored from a checkpoint: in the losses, not in the rate
@@ -82,15 +107,21 @@ class Window:
     def sums(self) -> dict:
         return {"loss": self.loss, "nll": self.nll, "tokens": self.tokens}
 
-    def add(self, loss: float, nll: float, tokens: int) -> None:
+    def add(self, loss: float, nll: float, tokens: int, flops: float = 0.0) -> None:
         self.loss, self.nll, self.tokens = self.loss + loss, self.nll + nll, self.tokens + tokens
+        self.flops += flops
 
-    def record(self, step: int, epoch: int, lr: float, world: int) -> dict:
-        """Per-token losses and target tokens per second (over all ranks) of the window."""
+    def record(self, step: int, epoch: int, lr: float, world: int,
+               peak: float | None = None) -> dict:
+        """Per-token losses and target tokens per second (over all ranks) of the window; with
+        the device's ``peak`` (FLOP/s), the model FLOPs utilization of this process."""
         elapsed = max(time.monotonic() - self.start, 1e-9)
-        return {"step": step, "epoch": epoch, "loss": self.loss / self.tokens,
-                "nll": self.nll / self.tokens, "lr": lr,
-                "tokens_per_s": (self.tokens - self.carried) * world / elapsed}
+        record = {"step": step, "epoch": epoch, "loss": self.loss / self.tokens,
+                  "nll": self.nll / self.tokens, "lr": lr,
+                  "tokens_per_s": (self.tokens - self.carried) * world / elapsed}
+        if peak and self.flops:
+            record["mfu"] = self.flops / elapsed / peak
+        return record
 
 
 def _record(line: str) -> dict:

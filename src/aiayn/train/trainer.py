@@ -34,11 +34,11 @@ from ..data.corpus import Batch, ParallelCorpus, read_stats, split_lines, text_f
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
-from ..hardware import choose_precision
+from ..hardware import choose_precision, peak_flops
 from ..model import EncoderModel, LanguageModel, build_model
 from ..threads import use_available_cores
 from ..translate import DecodeOptions, Translator
-from .metrics import MetricsLog, Window, describe
+from .metrics import MetricsLog, Window, describe, training_flops
 from .recipe import (
     PRECISIONS,
     FittedSchedule,
@@ -417,18 +417,22 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         loss, nll, tokens, finite = _fitting_step(run, micro, lr, log)
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
         if finite:
-            window.add(loss, nll, tokens)
+            window.add(loss, nll, tokens, sum(
+                training_flops(cfg.arch, run.model_cfg, tuple(b.src.shape), tuple(b.tgt_in.shape))
+                for b in micro))
             state.bad_steps = 0
         else:
             _skipped(run, lr, log)
         if bar is not None:
             bar.update(1)
         if state.step % cfg.log_every == 0 and window.tokens:  # (a skipped step logs nothing)
-            record = window.record(state.step, state.epoch, lr, run.world)
+            record = window.record(state.step, state.epoch, lr, run.world,
+                                   peak_flops(run.device, run.cfg.precision))
             run.metrics.write(record)
             if bar is not None:
                 bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{lr:.2e}",
-                                tok_s=f"{record['tokens_per_s']:.0f}")
+                                tok_s=f"{record['tokens_per_s']:.0f}",
+                                mfu=f"{record.get('mfu', 0):.0%}")
             window = Window()
         stop = _budget_spent(cfg, state, start_time, run.world)
         if preemption.received is not None:  # a checkpoint, no validation: resume is exact
