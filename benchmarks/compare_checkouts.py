@@ -50,7 +50,7 @@ TRAIN_ROWS = [(size, precision) for size in ("small", "base") for precision in (
 STEPS = {"small": (3, 10), "base": (2, 5)}  # (warm-up, timed) steps
 
 
-# the spin ``aiayn train`` runs with (``aiayn.threads.SHARED_SPIN_COUNT``), given to the
+# the spin ``aiayn train`` runs with (``aiayn.runtime.threads.SHARED_SPIN_COUNT``), given to the
 # training workers, which import aiayn as a library, unless the user chose a policy
 TRAIN_SPIN = {} if {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"} & set(START_ENV) else {
     "GOMP_SPINCOUNT": "3000"}
@@ -97,11 +97,16 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
     cfg = TrainConfig(preset=size, precision=precision, max_tokens=max_tokens)
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset(size, vocab_size=8000)).train()
+    try:  # the CPU's attention, as `aiayn train` swaps it in (older checkouts had it built in)
+        from aiayn.runtime.cpu import cpu_attention
+        cpu_attention(model)
+    except ImportError:
+        pass
     # the same Adam for both checkouts: fused, as `aiayn train` builds it on the CPU
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                                  fused=True)
     try:
-        from aiayn.cpu import reuse_freed_memory
+        from aiayn.runtime.cpu import reuse_freed_memory
         reuse_freed_memory()
     except ImportError:  # a checkout from before the allocator setting
         pass

@@ -1,6 +1,7 @@
 """Whole searches through the compiled steps against the eager ones, in one process.
 
-``aiayn.compiled.CompiledSteps`` (``--compile``) and the eager inference model it wraps decode
+``aiayn.runtime.compiled.CompiledSteps`` (``--compile``) and the eager inference model it
+wraps decode
 the same 32 sentences (the sources and the random-weight model of ``decode_speed.py``, 30
 tokens forced per sentence), one whole search each, alternating, ``--pairs`` times after
 two warm-up pairs (the first compiles, or loads the compiled steps from disk). Printed: the
@@ -32,9 +33,9 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from aiayn.compiled import CompiledSteps
-    from aiayn.cpu import for_inference, reuse_freed_memory
     from aiayn.decode.search import beam_search, greedy_search
+    from aiayn.runtime.compiled import CompiledSteps
+    from aiayn.runtime.cpu import for_inference, reuse_freed_memory
     reuse_freed_memory()  # as aiayn.load does
     eager = for_inference(build_model(args.size))
     compiled = CompiledSteps(eager)

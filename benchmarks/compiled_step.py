@@ -1,6 +1,6 @@
 """Does a compiled decoder step pay on this CPU? The eager step against torch.compile's.
 
-aiayn's decoding step runs eagerly (``aiayn.cpu.for_inference``: split few-row products, a
+aiayn's decoding step runs eagerly (``aiayn.runtime.cpu.for_inference``: split few-row products, a
 packed output projection). This script compiles the same step with Inductor's C++ backend in
 the form that suits compilation best: one function over fixed-shape buffers (the position a
 tensor, every layer's keys and values written into a preallocated (B, H, L, Dh) cache, attention
@@ -75,7 +75,7 @@ def worker(variant: str, batch: int) -> None:
     from torch import nn
 
     from aiayn import ModelConfig, Transformer
-    from aiayn.cpu import CpuLinear, for_inference, reuse_freed_memory
+    from aiayn.runtime.cpu import CpuLinear, for_inference, reuse_freed_memory
 
     reuse_freed_memory()
     torch.manual_seed(0)

@@ -10,12 +10,13 @@ Hugging Face runs a MarianMTModel of the same shape.
 Every measurement is a fresh process that loads one system only (CTranslate2's imports neither
 torch nor aiayn: checked), warms up, then times ``--repeats`` runs and reports their median.
 Each starts from the environment this script was started with, not from what importing aiayn
-here sets (its OpenMP spin, ``aiayn.threads``), which would otherwise reach every process,
+here sets (its OpenMP spin, ``aiayn.runtime.threads``), which would otherwise reach every process,
 CTranslate2's included (both use GNU OpenMP).
 Systems alternate within each row, ``--rounds`` times; the table shows each system's median
-over the rounds. aiayn decodes as ``aiayn.load`` prepares a model (``aiayn.cpu.for_inference``,
+over the rounds. aiayn decodes as ``aiayn.load`` prepares a model
+(``aiayn.runtime.cpu.for_inference``,
 the allocator settings); ``aiayn --compile`` as ``aiayn.load(..., compile=True)`` does
-(``aiayn.compiled``: steps of one row and of many compiled, each kind once). Its warm-up
+(``aiayn.runtime.compiled``: steps of one row and of many compiled, each kind once). Its warm-up
 includes the compilations (the disk cache makes them a load after the first process).
 
 ``--together`` measures the old way, every system built in one process and run one after the
@@ -121,12 +122,12 @@ def build(system: str, size: str, work: Path | None, out_len: int):
                             num_beams=beam, do_sample=False, min_new_tokens=out_len,
                             max_new_tokens=out_len, length_penalty=0.6)
         return fn
-    from aiayn.cpu import for_inference, reuse_freed_memory
     from aiayn.decode.search import beam_search, greedy_search
+    from aiayn.runtime.cpu import for_inference, reuse_freed_memory
     reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
     model = for_inference(model, int8=system.endswith("int8"))
     if system == "aiayn --compile":
-        from aiayn.compiled import CompiledSteps
+        from aiayn.runtime.compiled import CompiledSteps
         model = CompiledSteps(model)
 
     def fn(batch, beam, rows):

@@ -1,5 +1,5 @@
 """Decoding's linear products, float32, inference mode, at the decoder's shapes: ``F.linear``
-(PyTorch's, through MKL), ``aiayn.cpu.CpuLinear``'s split product (one block of output
+(PyTorch's, through MKL), ``aiayn.runtime.cpu.CpuLinear``'s split product (one block of output
 features per thread, ``torch.bmm``) and its oneDNN product (the weight reordered once).
 
 Microseconds per product (median of 5 runs of 200 calls) for 1 and for all threads, and which
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from aiayn.cpu import ONEDNN_MIN_ROWS, SPLIT_MAX_ROWS, CpuLinear, onednn_available
+from aiayn.runtime.cpu import ONEDNN_MIN_ROWS, SPLIT_MAX_ROWS, CpuLinear, onednn_available
 
 SHAPES = {  # (in, out): small = d_model 256, d_ff 1024; base = 512, 2048; vocabulary 8000
     "small qkv": (256, 768), "small ffn in": (256, 1024), "small ffn out": (1024, 256),

@@ -1,4 +1,5 @@
-"""Page faults that glibc's allocator settings for decoding save (``aiayn.cpu.reuse_freed_memory``).
+"""Page faults that glibc's allocator settings for decoding save
+(``aiayn.runtime.cpu.reuse_freed_memory``).
 
 Allocates and frees 40 MB tensors (above glibc's largest automatic mmap threshold, 32 MB) in a
 fresh process with and without the settings, and prints the minor page faults of 5 such
@@ -15,7 +16,7 @@ import sys
 
 SCRIPT = """
 import resource, torch
-from aiayn.cpu import reuse_freed_memory
+from aiayn.runtime.cpu import reuse_freed_memory
 print(reuse_freed_memory())
 for _ in range(10):  # the heap settles on reusing its blocks within a few allocations
     torch.ones(10_000_000)  # 40 MB

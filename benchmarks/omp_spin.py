@@ -47,8 +47,8 @@ def worker(gaps: list[int], searches: int) -> None:
     sys.path.insert(0, str(HERE))
     from decode_speed import EOS, build_model, source_ids
 
-    from aiayn.cpu import for_inference, reuse_freed_memory
     from aiayn.decode.search import beam_search
+    from aiayn.runtime.cpu import for_inference, reuse_freed_memory
 
     x = torch.zeros(1 << 20)
     wake = []

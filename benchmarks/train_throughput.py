@@ -37,7 +37,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 SYSTEMS = ("aiayn", "torch", "marian")
-# the OpenMP spin that ``aiayn train`` runs with (aiayn.threads.SHARED_SPIN_COUNT), for every
+# the OpenMP spin that ``aiayn train`` runs with (aiayn.runtime.threads.SHARED_SPIN_COUNT),
+# for every
 # worker, set before PyTorch loads, unless the user chose a policy
 SPIN = {"GOMP_SPINCOUNT": "3000"}
 ENV = dict(os.environ)  # as given, before importing aiayn sets a spin for this process
@@ -53,7 +54,7 @@ def load_batches(path: str) -> list[tuple]:
 
 
 def use_aiayn_allocator(shape: dict) -> None:
-    """glibc's thresholds as ``aiayn.cpu.reuse_freed_memory`` sets them (the parent passes
+    """glibc's thresholds as ``aiayn.runtime.cpu.reuse_freed_memory`` sets them (the parent passes
     aiayn's values in ``shape["malloc"]``), without loading aiayn in a peer's process."""
     import ctypes
     import ctypes.util
@@ -67,14 +68,14 @@ def aiayn_worker(shape: dict, precision: str):
     import torch
 
     from aiayn import ModelConfig, Transformer
-    from aiayn.cpu import reuse_freed_memory
     from aiayn.data.corpus import Batch
+    from aiayn.runtime.cpu import cpu_attention, reuse_freed_memory
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.trainer import train_step
 
     reuse_freed_memory()  # as `aiayn train` does on the CPU
     cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])
-    model = Transformer(cfg).train()
+    model = cpu_attention(Transformer(cfg).train())  # as `aiayn train` builds it on the CPU
     train_cfg = TrainConfig(preset=shape["size"], precision=precision)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
     scaler = torch.amp.GradScaler("cpu", enabled=False)
@@ -181,7 +182,7 @@ def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
     oneDNN's linear product (which PyTorch does not use for float32 training)."""
     import torch
 
-    from aiayn.cpu import onednn_available, onednn_linear, onednn_reorder
+    from aiayn.runtime.cpu import onednn_available, onednn_linear, onednn_reorder
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     products = [lambda: a @ b]
@@ -284,7 +285,8 @@ def main() -> None:
     if not args.data:
         parser.error("--data is required")
 
-    from aiayn import ModelConfig, cpu
+    from aiayn import ModelConfig
+    from aiayn.runtime import cpu
     tmp = Path(tempfile.mkdtemp(prefix="train-throughput-"))
     batches, vocab = write_batches(args.data, args.max_tokens, args.warmup + args.steps,
                                    tmp / "batches.safetensors")

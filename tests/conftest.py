@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from aiayn import ModelConfig, hardware
+from aiayn import ModelConfig
+from aiayn.runtime import hardware
 
 VOCAB = 40
 

@@ -8,8 +8,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from aiayn import ModelConfig, Transformer
-from aiayn.cpu import CpuLinear, cpu_linears, for_inference, onednn_available, quantize_int8, top_k
-from tests.conftest import assert_float32_close
+from aiayn.model import padding_mask, scaled_dot_product_attention
+from aiayn.runtime.cpu import (
+    SHORT_ROW,
+    CpuAttention,
+    CpuFeedForward,
+    CpuLinear,
+    cpu_linears,
+    for_inference,
+    onednn_available,
+    quantize_int8,
+    top_k,
+)
+from tests.conftest import assert_float32_close, random_tokens
 
 
 @pytest.fixture
@@ -160,7 +171,59 @@ def test_blocked_top_k_equals_torch_topk(rows, vocab, k):
 @pytest.mark.parametrize("keep,applied", [("0", "True"), ("1", "False")])
 def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
     # how many page faults they save is machine-dependent: benchmarks/malloc_faults.py
-    script = "from aiayn.cpu import reuse_freed_memory as r; print(r(), r())"
+    script = "from aiayn.runtime.cpu import reuse_freed_memory as r; print(r(), r())"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env={**os.environ, "AIAYN_KEEP_MALLOC": keep}, check=True).stdout
     assert out.split() == [applied, applied]
+
+
+H = 4
+
+
+@pytest.mark.parametrize("keys", [20, 11])  # 11: rows shorter than a vector, padded
+@pytest.mark.parametrize("queries,masked", [(1, False), (4, True), (8, True)])
+def test_decoding_steps_on_the_cpu_take_the_reference_path_with_the_same_result(
+        monkeypatch, queries, masked, keys):
+    # a decoding step: few queries per head, many heads in the batch, no gradients
+    q = torch.randn(64, H, queries, 8)
+    k, v = torch.randn(64, H, keys, 8), torch.randn(64, H, keys, 8)
+    mask = padding_mask(random_tokens(64, keys, lengths=[keys, 7] * 32), 0) if masked else None
+    calls, pads = [], []
+    fused_kernel = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *a, **kw: calls.append(1) or fused_kernel(*a, **kw))
+    pad = torch.nn.functional.pad
+    monkeypatch.setattr(torch.nn.functional, "pad",
+                        lambda *a, **kw: pads.append(1) or pad(*a, **kw))
+    attention = CpuAttention()
+    with torch.inference_mode():
+        fast, _ = attention(q, k, v, mask)
+    assert not calls  # the reference computation ran
+    assert bool(pads) == (keys < SHORT_ROW)  # short rows padded for the softmax
+    fused, _ = attention(q, k, v, mask)  # with gradients: the fused kernel
+    assert calls
+    assert_float32_close(fast, fused)
+    assert_float32_close(fast, scaled_dot_product_attention(q, k, v, mask)[0])  # the model's
+
+
+def test_bf16_training_attention_on_the_cpu_takes_the_reference_path(monkeypatch):
+    calls = []
+    fused_kernel = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *a, **kw: calls.append(1) or fused_kernel(*a, **kw))
+    q, k, v = (torch.randn(2, H, 10, 8, requires_grad=True) for _ in range(3))
+    out, weights = CpuAttention()(q.bfloat16(), k.bfloat16(), v.bfloat16(), is_causal=True)
+    assert not calls and weights is None and out.dtype == torch.bfloat16
+    expected, _ = scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(out.float(), expected, atol=2e-2, rtol=2e-2)
+
+
+def test_inference_and_cpu_training_models_hold_the_cpu_modules(tiny_cfg):
+    from aiayn.model import Attention, FeedForward
+    model = Transformer(tiny_cfg)
+    fast = for_inference(model)
+    kinds = {type(m) for m in fast.modules()}
+    assert CpuAttention in kinds and CpuFeedForward in kinds
+    assert Attention not in kinds and FeedForward not in kinds
+    assert {type(m) for m in model.modules()} >= {Attention, FeedForward}  # left as it was
+    assert CpuAttention in {type(m) for m in for_inference(model, int8=True).modules()}

@@ -3,8 +3,8 @@ import json
 import pytest
 import torch
 
-from aiayn import hardware
-from aiayn.hardware import Choice, Cpu, choose_cpu_precision, read_cpu
+from aiayn.runtime import hardware
+from aiayn.runtime.hardware import Choice, Cpu, choose_cpu_precision, read_cpu
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from tests.conftest import FAST

@@ -5,34 +5,46 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiayn import threads
+from aiayn.runtime import threads
 
 
-def _policy_in_fresh_process(env: dict[str, str], argv: list[str] | None = None) -> str:
-    code = (f"import sys; sys.argv = {argv or ['-c']!r}; import os, aiayn; "
-            "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))")
+def _policy_in_fresh_process(env: dict[str, str], code: str) -> str:
+    code += ("; import os; "
+             "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))")
     clean = {k: v for k, v in os.environ.items()
              if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     return subprocess.run([sys.executable, "-c", code], env={**clean, **env},
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_importing_aiayn_sets_a_spin_unless_the_user_chose_a_policy():
+def _command_line(args: list[str]) -> str:
+    return f"import aiayn.cli; aiayn.cli.main({args!r})"
+
+
+def test_importing_aiayn_changes_nothing():
+    assert _policy_in_fresh_process({}, "import aiayn, aiayn.translate, aiayn.cli") == \
+        "None None"
+    # and the command line's module loads without PyTorch, so that it can set the spin first
+    assert _policy_in_fresh_process({}, "import sys, aiayn.cli; assert 'torch' not in "
+                                        "sys.modules") == "None None"
+
+
+def test_the_command_line_sets_a_spin_unless_the_user_chose_a_policy():
     spins = {f"{threads.SPIN_COUNT} None", f"{threads.SHARED_SPIN_COUNT} None"}
-    assert _policy_in_fresh_process({}) in spins  # which one: how busy the machine is now
-    assert (_policy_in_fresh_process({}, ["-m", "train", "--data", "d"])
+    translate = _command_line(["translate", "--checkpoint", "/nonexistent"])
+    assert _policy_in_fresh_process({}, translate) in spins  # which: how busy the machine is
+    assert (_policy_in_fresh_process({}, _command_line(["train", "--data", "/nonexistent",
+                                                        "--out", "/nonexistent/run"]))
             == f"{threads.SHARED_SPIN_COUNT} None")
-    assert _policy_in_fresh_process({"OMP_WAIT_POLICY": "ACTIVE"}) == "None ACTIVE"
-    assert _policy_in_fresh_process({"GOMP_SPINCOUNT": "50"}) == "50 None"
+    assert _policy_in_fresh_process({"OMP_WAIT_POLICY": "ACTIVE"}, translate) == "None ACTIVE"
+    assert _policy_in_fresh_process({"GOMP_SPINCOUNT": "50"}, translate) == "50 None"
 
 
 def test_training_and_a_busy_machine_get_the_short_spin():
-    assert threads.spin_count(["/venv/bin/aiayn", "translate"], busy=False) == threads.SPIN_COUNT
-    assert threads.spin_count(["-c"], busy=False) == threads.SPIN_COUNT
-    assert threads.spin_count(["-c"], busy=True) == threads.SHARED_SPIN_COUNT
-    assert threads.spin_count(["/venv/bin/aiayn", "train"], busy=False) == threads.SHARED_SPIN_COUNT
-    assert threads.spin_count(["-m", "train"], busy=False) == threads.SHARED_SPIN_COUNT
-    assert threads.command(["train.py", "train"]) is None  # someone else's script
+    assert threads.spin_count("translate", busy=False) == threads.SPIN_COUNT
+    assert threads.spin_count(None, busy=False) == threads.SPIN_COUNT
+    assert threads.spin_count(None, busy=True) == threads.SHARED_SPIN_COUNT
+    assert threads.spin_count("train", busy=False) == threads.SHARED_SPIN_COUNT
 
 
 class _Stat:
@@ -64,7 +76,7 @@ def test_cgroup_quota_reads_cpu_max(tmp_path):
 
 def test_available_cores_is_capped_by_the_affinity_mask():
     assert 1 <= threads.available_cores() <= len(os.sched_getaffinity(0))
-    code = "from aiayn import threads; print(threads.available_cores())"
+    code = "from aiayn.runtime import threads; print(threads.available_cores())"
     out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "1"

@@ -1,13 +1,27 @@
-"""aiayn: the Transformer of *Attention Is All You Need*, complete, on PyTorch."""
+"""aiayn: the Transformer of *Attention Is All You Need*, complete, on PyTorch.
 
-from .threads import set_wait_policy
+Importing it changes nothing in the process: the names below load on first use, and the
+thread policy (``aiayn.runtime.threads``) is the command line's to set, before PyTorch loads.
+"""
 
-set_wait_policy()  # before PyTorch is imported: its thread pool reads the policy once
+from __future__ import annotations
 
-from .config import ConfigError, ModelConfig  # noqa: E402
-from .model import EncoderModel, LanguageModel, Transformer  # noqa: E402
-from .translate import DecodeOptions, Translator, load  # noqa: E402
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["ConfigError", "DecodeOptions", "EncoderModel", "LanguageModel", "ModelConfig",
-           "Transformer", "Translator", "load"]
+# the public names and the modules that define them, imported when first asked for
+_EXPORTS = {
+    "ConfigError": "config", "ModelConfig": "config",
+    "EncoderModel": "model", "LanguageModel": "model", "Transformer": "model",
+    "DecodeOptions": "translate", "Translator": "translate", "load": "translate",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'aiayn' has no attribute {name!r}")

@@ -19,7 +19,7 @@ import yaml
 from .config import ConfigError
 from .errors import UserError
 from .outputs import output_directory, output_file
-from .threads import use_available_cores
+from .runtime.threads import set_wait_policy, use_available_cores
 
 
 def _log(message: str) -> None:
@@ -657,7 +657,7 @@ def serve_command(args: argparse.Namespace) -> None:
                         beam=args.beam)
     if args.keep_freed_mib < 0:
         raise UserError("--keep-freed-mib must be >= 0")
-    from .cpu import reuse_freed_memory
+    from .runtime.cpu import reuse_freed_memory
     reuse_freed_memory(args.keep_freed_mib << 20)  # before the models load: the first call sets it
     app = create_app(_served_models(args.checkpoint, args.int8, args.compile), settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -696,6 +696,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # before the parser, whose subcommands import PyTorch: its thread pool reads the spin once
+    set_wait_policy(next((a for a in argv if not a.startswith("-")), None))
     args = build_parser().parse_args(argv)
     use_available_cores()
     try:

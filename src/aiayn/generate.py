@@ -6,12 +6,12 @@ from pathlib import Path
 
 import torch
 
-from . import cpu
 from .checkpoint import Checkpoint
 from .data.tokenizer import Tokenizer
 from .decode.sampling import sample
 from .errors import UserError
 from .model import LanguageModel
+from .runtime import cpu
 
 
 class Generator:

@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 import numpy as np
 import torch
 
-from . import cpu
 from .checkpoint import Checkpoint
 from .codec import TextCodec
-from .compiled import CompiledSteps
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
 from .decode.ensemble import Ensemble
@@ -34,6 +32,9 @@ from .decode.search import (
 )
 from .errors import UserError
 from .model import Transformer
+from .runtime import cpu
+from .runtime.compiled import CompiledSteps
+from .runtime.threads import use_available_cores
 
 if TYPE_CHECKING:
     from .inspect import AttentionMaps
@@ -114,7 +115,7 @@ class Translator:
     """A trained encoder-decoder model with its tokenizer, ready to translate sentences.
 
     ``model`` is used as given; ``Translator.load`` prepares it for CPU inference
-    (``aiayn.cpu.for_inference``).
+    (``aiayn.runtime.cpu.for_inference``).
     """
 
     def __init__(self, model: Transformer, tokenizer: AnyTokenizer, *,
@@ -136,7 +137,7 @@ class Translator:
         (``aiayn.decode.ensemble``), which needs one vocabulary.
 
         ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
-        ``compile``: decoding steps run as compiled code (``aiayn.compiled``; float32, CPU).
+        ``compile``: decoding steps run as compiled code (``aiayn.runtime.compiled``; float32, CPU).
         """
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
@@ -156,6 +157,7 @@ class Translator:
         models = [one.model() for one in checkpoints]
         protect = any(one.placeholders for one in checkpoints)
         if device == "cpu":
+            use_available_cores()  # one thread per core this process may use
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
             models = [cpu.for_inference(m, int8=int8) for m in models]
         if compile:

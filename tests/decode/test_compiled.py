@@ -10,11 +10,11 @@ import torch
 import torch._inductor.config as inductor
 
 from aiayn import ModelConfig, Transformer
-from aiayn import compiled as compiled_module
 from aiayn.checkpoint import Checkpoint
-from aiayn.compiled import CompiledSteps
-from aiayn.cpu import for_inference
 from aiayn.decode.search import beam_search, greedy_search
+from aiayn.runtime import compiled as compiled_module
+from aiayn.runtime.compiled import CompiledSteps
+from aiayn.runtime.cpu import for_inference
 from aiayn.translate import DecodeOptions, Translator
 
 from ..conftest import random_tokens, toy_pairs

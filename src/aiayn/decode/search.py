@@ -17,8 +17,8 @@ import torch
 from torch import Tensor
 
 from ..config import ModelConfig
-from ..cpu import top_k
 from ..model import DecoderCache
+from ..runtime.cpu import top_k
 from .sampling import filter_logits
 
 

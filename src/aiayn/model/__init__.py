@@ -1,6 +1,12 @@
 """The Transformer's parts: masks, attention, embeddings, layers, decoding cache, models."""
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .attention import (
+    Attention,
+    MultiHeadAttention,
+    reference_attention,
+    scaled_dot_product_attention,
+    softmax_rows,
+)
 from .cache import DecoderCache, LayerCache
 from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, Residual
@@ -17,9 +23,9 @@ from .models import (
 )
 
 __all__ = [
-    "ARCHS", "AttentionWeights", "Decoder", "DecoderCache", "DecoderLayer", "Embeddings", "Encoder",
-    "EncoderLayer", "EncoderModel", "EncoderOutput", "FeedForward", "LanguageModel", "LayerCache",
-    "MultiHeadAttention", "PositionalEncoding", "Residual", "Transformer", "causal_mask",
-    "arch_of", "build_model", "padding_mask", "scaled_dot_product_attention",
-    "sinusoidal_table",
+    "ARCHS", "Attention", "AttentionWeights", "Decoder", "DecoderCache", "DecoderLayer",
+    "Embeddings", "Encoder", "EncoderLayer", "EncoderModel", "EncoderOutput", "FeedForward",
+    "LanguageModel", "LayerCache", "MultiHeadAttention", "PositionalEncoding", "Residual",
+    "Transformer", "arch_of", "build_model", "causal_mask", "padding_mask",
+    "reference_attention", "scaled_dot_product_attention", "sinusoidal_table", "softmax_rows",
 ]

@@ -7,6 +7,7 @@ Masks are bool, True = may attend (see ``aiayn.model.masks``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -14,18 +15,6 @@ from torch import Tensor, nn
 
 from .cache import DecoderCache
 from .dropout import dropout
-
-# A decoding step on the CPU attends with a few queries per head (one position, or a
-# sentence's beams together); there the fused kernel's per-block setup costs more than the
-# three small products of the reference computation once enough heads are in the batch.
-FEW_QUERIES = 8  # at most this many queries per head
-MANY_QUERY_ROWS = 128  # and at least this many (batch x heads x queries)
-# PyTorch's CPU softmax over fewer entries than one vector register holds (16 float32 with
-# AVX-512) takes a scalar path: 68 us over 512 rows of 15 keys against 7 us at 16 keys. From
-# SHORT_ROWS_MIN scores on, such rows are padded with -inf to SHORT_ROW entries (measured:
-# docs/benchmarks.md); the padding gets weight 0 and is cut off again.
-SHORT_ROW = 16
-SHORT_ROWS_MIN = 2048
 
 
 def scaled_dot_product_attention(
@@ -41,10 +30,9 @@ def scaled_dot_product_attention(
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V  (Eq. 1).
 
     Without ``return_weights`` this is PyTorch's fused kernel; with it, the reference
-    computation, which also returns the weights (for visualization). Two cases on the CPU
-    take the reference computation because it is the faster there (docs/benchmarks.md):
-    bf16/fp16 inputs, and inference with a few queries per head over many heads (decoding
-    steps: ``FEW_QUERIES``, ``MANY_QUERY_ROWS``).
+    computation (``reference_attention``), which also returns the weights (for
+    visualization). Faster choices for a device are swapped in from outside the model
+    (``aiayn.runtime.cpu.CpuAttention``).
 
     Args:
         query: (B, H, T, Dh); key, value: (B, H, S, Dh).
@@ -55,16 +43,34 @@ def scaled_dot_product_attention(
     Returns:
         (B, H, T, Dh) output and the weights or None.
     """
-    on_cpu = query.device.type == "cpu"
-    low_precision_cpu = on_cpu and query.dtype in (torch.bfloat16, torch.float16)
-    few_queries = (on_cpu and dropout_p == 0.0 and not torch.is_grad_enabled()
-                   and query.size(-2) <= FEW_QUERIES
-                   and query.numel() >= MANY_QUERY_ROWS * query.size(-1))
-    if not return_weights and not low_precision_cpu and not few_queries:
-        out = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
-        )
-        return out, None
+    if return_weights:
+        return reference_attention(query, key, value, mask, is_causal=is_causal,
+                                   dropout_p=dropout_p)
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask,
+                                         dropout_p=dropout_p, is_causal=is_causal)
+    return out, None
+
+
+def softmax_rows(scores: Tensor) -> Tensor:
+    """softmax over the last dimension; 16-bit scores are normalized in float32 and cast back
+    (PyTorch's bf16 softmax on the CPU is up to 8x slower at some row lengths)."""
+    if scores.element_size() == 2:
+        return scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype)
+    return scores.softmax(dim=-1)
+
+
+def reference_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    *,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    softmax: Callable[[Tensor], Tensor] = softmax_rows,
+) -> tuple[Tensor, Tensor]:
+    """Eq. 1 written out: the output and the (B, H, T, S) weights (arguments as
+    ``scaled_dot_product_attention``'s; ``softmax`` normalizes the score rows)."""
     # 1) scores
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (B, H, T, S)
     # 2) mask illegal connections with -inf before the softmax (§3.2.3)
@@ -74,16 +80,21 @@ def scaled_dot_product_attention(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     # 3) normalize and take the weighted sum of values
-    s = scores.size(-1)
-    if scores.element_size() == 2:  # PyTorch's bf16 CPU softmax is slow at some lengths
-        weights = scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype)
-    elif on_cpu and s < SHORT_ROW and scores.numel() >= SHORT_ROWS_MIN:
-        padded = F.pad(scores, (0, SHORT_ROW - s), value=float("-inf"))
-        weights = padded.softmax(dim=-1)[..., :s]  # (B, H, T, S)
-    else:
-        weights = scores.softmax(dim=-1)  # (B, H, T, S)
+    weights = softmax(scores)  # (B, H, T, S)
     attended = dropout(weights, dropout_p)
-    return attended @ value, weights if return_weights else None  # (B, H, T, Dh)
+    return attended @ value, weights  # (B, H, T, Dh)
+
+
+class Attention(nn.Module):
+    """Scaled dot-product attention (Eq. 1) as a module of its own, so that a device's faster
+    computation can be swapped in at load time (``aiayn.runtime.cpu.CpuAttention``); it holds
+    no parameters."""
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                *, is_causal: bool = False, dropout_p: float = 0.0,
+                return_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        return scaled_dot_product_attention(query, key, value, mask, is_causal=is_causal,
+                                            dropout_p=dropout_p, return_weights=return_weights)
 
 
 class MultiHeadAttention(nn.Module):
@@ -116,6 +127,7 @@ class MultiHeadAttention(nn.Module):
             self.q_proj = nn.Linear(d_model, d_model)  # W^Q
             self.kv_proj = nn.Linear(d_model, 2 * d_model)  # [W^K; W^V]
         self.out_proj = nn.Linear(d_model, d_model)  # W^O
+        self.attend = Attention()  # Eq. 1
 
     def _heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
         """(B, T, parts * D) -> parts x (B, H, T, Dh)."""
@@ -168,10 +180,8 @@ class MultiHeadAttention(nn.Module):
             k, v = self.project_kv(key)  # (B, H, S, Dh)
         # 2) attend
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(
-            q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p,
-            return_weights=return_weights,
-        )  # (B, H, T, Dh)
+        out, weights = self.attend(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p,
+                                   return_weights=return_weights)  # (B, H, T, Dh)
         # 3) merge heads
         b, _, t, _ = out.shape
         out = self.out_proj(out.transpose(1, 2).reshape(b, t, self.d_model))  # (B, T, D)

@@ -92,7 +92,7 @@ class DecoderCache:
         the slot that holds each row's keys and values at every position so far, the row's own
         at ``length``, as a new contiguous (rows, length + 1) tensor. Grows the buffers first
         where a reorder added rows. For code that reads the buffers through the ancestry itself
-        (the compiled step of many rows, ``aiayn.compiled``)."""
+        (the compiled step of many rows, ``aiayn.runtime.compiled``)."""
         end = self.length + 1
         self._make_room(rows, end)
         own = torch.arange(rows, device=self.src_rows.device)

@@ -32,9 +32,6 @@ class FeedForward(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: Tensor) -> Tensor:
-        fused = getattr(self.linear1, "relu_product", None)  # aiayn.cpu.CpuLinear's
-        if self.activation is None and fused is not None and not torch.is_grad_enabled():
-            return self.linear2(dropout(fused(x), self.dropout, self.training))
         h = self.linear1(x)  # (..., d_ff), a fresh tensor
         if self.activation is not None:
             h = self.activation(h)

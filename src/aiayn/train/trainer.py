@@ -27,16 +27,16 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import checkpoint as ckpt
-from .. import cpu
 from ..checkpoint import Checkpoint
 from ..config import ConfigError, ModelConfig
 from ..data.corpus import Batch, ParallelCorpus, read_stats, split_lines, text_file, token_batches
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..evaluate import score
-from ..hardware import choose_precision, peak_flops
 from ..model import EncoderModel, LanguageModel, build_model
-from ..threads import use_available_cores
+from ..runtime import cpu
+from ..runtime.hardware import choose_precision, peak_flops
+from ..runtime.threads import use_available_cores
 from ..translate import DecodeOptions, Translator
 from .metrics import MetricsLog, Window, describe, training_flops
 from .recipe import (
@@ -175,6 +175,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                                            "--task classify"))
     model = build_model(cfg.arch, model_cfg,
                         num_classes=len(labels) if labels else None).to(device)
+    if device.type == "cpu":
+        cpu.cpu_attention(model)  # the CPU's faster attention for 16-bit training
     if cfg.init and not resume:
         Checkpoint.open(cfg.init).load_weights(model)
         log(f"starting from the weights of {cfg.init}")

@@ -9,6 +9,10 @@ in by ``for_inference`` (as ``quantize_int8`` swaps in quantized layers):
   (PyTorch's ``F.linear`` runs it on one thread). More rows go through oneDNN with the weight
   reordered once into its blocked layout: PyTorch's ``F.linear`` runs float32 products through
   MKL, which on AMD processors takes a slower path than oneDNN's.
+- ``CpuAttention``: the attention of decoding steps (a few queries per head over many heads)
+  and of 16-bit training through the reference computation, where PyTorch's fused kernel is
+  slower on the CPU; short score rows padded away from the softmax's scalar path.
+- ``CpuFeedForward``: the feed-forward network with oneDNN's product applying the ReLU.
 - ``top_k``: ``torch.topk`` over a vocabulary through vectorized block maxima.
 - ``reuse_freed_memory``: glibc's allocator settings that let each decoding step reuse the
   pages the previous one freed.
@@ -29,6 +33,15 @@ import warnings
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from ..model import (
+    Attention,
+    FeedForward,
+    reference_attention,
+    scaled_dot_product_attention,
+    softmax_rows,
+)
+from ..model.dropout import dropout
 
 SPLIT_MAX_ROWS = 128  # above this, one large matrix product already uses every core
 ONEDNN_MIN_ROWS = 2  # from two rows on, oneDNN's product beats the split one
@@ -129,7 +142,7 @@ class CpuLinear(nn.Module):
         return F.relu(self(x))
 
     def _path(self, x: Tensor) -> str:
-        """Which product serves x: "traced" (compiled by ``aiayn.compiled``), "onednn",
+        """Which product serves x: "traced" (compiled by ``aiayn.runtime.compiled``), "onednn",
         "split" or "plain" (``F.linear``)."""
         weight = self.weight
         if torch.compiler.is_compiling():
@@ -206,6 +219,83 @@ class CpuLinear(nn.Module):
                 f"bias={self.bias is not None}, pack={self.pack}")
 
 
+# A decoding step on the CPU attends with a few queries per head (one position, or a
+# sentence's beams together); there the fused kernel's per-block setup costs more than the
+# three small products of the reference computation once enough heads are in the batch.
+FEW_QUERIES = 8  # at most this many queries per head
+MANY_QUERY_ROWS = 128  # and at least this many (batch x heads x queries)
+# PyTorch's CPU softmax over fewer entries than one vector register holds (16 float32 with
+# AVX-512) takes a scalar path: 68 us over 512 rows of 15 keys against 7 us at 16 keys. From
+# SHORT_ROWS_MIN scores on, such rows are padded with -inf to SHORT_ROW entries (measured:
+# docs/benchmarks.md); the padding gets weight 0 and is cut off again.
+SHORT_ROW = 16
+SHORT_ROWS_MIN = 2048
+
+
+def padded_softmax(scores: Tensor) -> Tensor:
+    """``model.softmax_rows``, with rows shorter than ``SHORT_ROW`` padded (enough of them)."""
+    s = scores.size(-1)
+    if scores.element_size() == 4 and s < SHORT_ROW and scores.numel() >= SHORT_ROWS_MIN:
+        padded = F.pad(scores, (0, SHORT_ROW - s), value=float("-inf"))
+        return padded.softmax(dim=-1)[..., :s]
+    return softmax_rows(scores)
+
+
+class CpuAttention(nn.Module):
+    """``model.Attention`` for the CPU: the same results, the faster computation of the two.
+
+    The reference computation (three products) instead of PyTorch's fused kernel for bf16 and
+    fp16 inputs (the fused kernel is about 3.5x slower forward and backward) and for decoding
+    steps, inference with at most ``FEW_QUERIES`` queries per head and at least
+    ``MANY_QUERY_ROWS`` query rows in all (2 to 3x slower fused for a beam's
+    cross-attention over 26 source positions); there short score rows are padded for the
+    softmax (``padded_softmax``). Measurements: docs/benchmarks.md."""
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                *, is_causal: bool = False, dropout_p: float = 0.0,
+                return_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        low_precision = query.dtype in (torch.bfloat16, torch.float16)
+        few_queries = (dropout_p == 0.0 and not torch.is_grad_enabled()
+                       and query.size(-2) <= FEW_QUERIES
+                       and query.numel() >= MANY_QUERY_ROWS * query.size(-1))
+        if query.device.type != "cpu" or not (low_precision or few_queries or return_weights):
+            return scaled_dot_product_attention(query, key, value, mask, is_causal=is_causal,
+                                                dropout_p=dropout_p,
+                                                return_weights=return_weights)
+        out, weights = reference_attention(query, key, value, mask, is_causal=is_causal,
+                                           dropout_p=dropout_p, softmax=padded_softmax)
+        return out, weights if return_weights else None
+
+
+class CpuFeedForward(nn.Module):
+    """``model.FeedForward`` for CPU inference, around the same layers: with the paper's ReLU
+    and a ``CpuLinear`` first layer, oneDNN's product applies the ReLU as it writes its
+    output (``CpuLinear.relu_product``) instead of a pass of its own; anything else is
+    ``FeedForward.forward`` itself, over the same attributes."""
+
+    def __init__(self, ffn: FeedForward) -> None:
+        super().__init__()
+        self.linear1, self.linear2 = ffn.linear1, ffn.linear2
+        self.activation, self.dropout = ffn.activation, ffn.dropout
+        self.train(ffn.training)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if (self.activation is not None or not isinstance(self.linear1, CpuLinear)
+                or torch.is_grad_enabled()):
+            return FeedForward.forward(self, x)  # type: ignore[arg-type]
+        return self.linear2(dropout(self.linear1.relu_product(x), self.dropout, self.training))
+
+
+def cpu_attention(model: nn.Module) -> nn.Module:
+    """Replace every ``model.Attention`` of ``model`` (in place) by a ``CpuAttention``; for
+    training on the CPU and for inference. Returns ``model``."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if type(child) is Attention:
+                setattr(parent, name, CpuAttention())
+    return model
+
+
 def cpu_linears(model: nn.Module) -> nn.Module:
     """Replace every ``nn.Linear`` of ``model`` (in place) by a ``CpuLinear`` sharing its
     parameters; the layers named in ``PACKED`` keep a packed weight copy. Returns ``model``."""
@@ -233,10 +323,15 @@ def for_inference(model: nn.Module, *, int8: bool = False) -> nn.Module:
         if int8:
             raise ValueError("int8 decoding runs on the CPU only")
         return model.eval()
-    if int8:
-        return quantize_int8(model).eval()  # quantize_dynamic copies: new int8 weights
+    if int8:  # quantize_dynamic copies: new int8 weights
+        return cpu_attention(quantize_int8(model).eval())
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
-    return cpu_linears(copy.deepcopy(model, shared).eval())
+    fast = cpu_attention(cpu_linears(copy.deepcopy(model, shared).eval()))
+    for parent in list(fast.modules()):
+        for name, child in parent.named_children():
+            if type(child) is FeedForward:
+                setattr(parent, name, CpuFeedForward(child))
+    return fast
 
 
 def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:

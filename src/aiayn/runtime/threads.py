@@ -9,8 +9,8 @@ of their speed alone each, instead of about half. Too short a spin is costly alo
 beam-search step leaves the pool idle for 50 to 300 microseconds at a time between its
 operators, and a pool asleep at each of them made translation a third slower.
 
-So ``set_wait_policy`` (run when ``aiayn`` is imported, before PyTorch is) chooses the spin
-when the process starts:
+So ``set_wait_policy`` (run by the command line first thing, before PyTorch is imported;
+importing ``aiayn`` changes nothing) chooses the spin when the process starts:
 
 - ``SHARED_SPIN_COUNT`` iterations (about 50 microseconds here) for training (``aiayn train``),
   whose operators are long and which often runs for hours beside other work, and for any
@@ -20,8 +20,9 @@ when the process starts:
 
 Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) is worse than either: every operator then pays a
 wake-up, and greedy decoding of one sentence at a time took twice as long. A policy the user
-set (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``) is kept, and none of this takes effect if
-PyTorch was imported before aiayn. The spin changes only speed, never results.
+set (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``) is kept. A program that uses aiayn as a library
+keeps its own policy (set ``GOMP_SPINCOUNT`` before importing torch to choose one). The spin
+changes only speed, never results.
 
 ``available_cores`` counts the cores this process may really use (its CPU affinity and its
 cgroup's CPU quota), which is what ``use_available_cores`` gives PyTorch's pool, rather than the
@@ -32,21 +33,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
 SPIN_COUNT = 10000
 SHARED_SPIN_COUNT = 3000
 PROC_STAT = Path("/proc/stat")
-
-
-def command(argv: list[str]) -> str | None:
-    """The subcommand when this process is aiayn's command line (``aiayn CMD ...`` or
-    ``python -m aiayn CMD ...``, as ``sys.argv`` reads while the package is imported)."""
-    if len(argv) > 1 and (argv[0] == "-m" or Path(argv[0]).name == "aiayn"):
-        return argv[1]
-    return None
 
 
 def machine_busy(stat: Path = PROC_STAT, samples: int = 3) -> bool:
@@ -68,17 +60,21 @@ def machine_busy(stat: Path = PROC_STAT, samples: int = 3) -> bool:
     return others + available_cores() > (os.cpu_count() or 1)
 
 
-def spin_count(argv: list[str], busy: bool) -> int:
-    """The spin for a process started with ``argv`` on a machine ``busy`` or not."""
-    return SHARED_SPIN_COUNT if busy or command(argv) == "train" else SPIN_COUNT
+def spin_count(command: str | None, busy: bool) -> int:
+    """The spin for aiayn's ``command`` (a subcommand, "train", "translate"...) on a machine
+    ``busy`` or not."""
+    return SHARED_SPIN_COUNT if busy or command == "train" else SPIN_COUNT
 
 
-def set_wait_policy(argv: list[str] | None = None) -> None:
-    """Choose how long idle OpenMP threads spin before they sleep, unless the user chose."""
-    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        argv = sys.argv if argv is None else argv
-        busy = command(argv) != "train" and machine_busy()
-        os.environ["GOMP_SPINCOUNT"] = str(spin_count(argv, busy))
+def set_wait_policy(command: str | None) -> bool:
+    """Choose how long idle OpenMP threads spin before they sleep for the process running
+    ``command``, unless the user chose; True when it was set. It takes effect only if
+    PyTorch has not been loaded yet: the command line calls it first thing."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return False
+    busy = command != "train" and machine_busy()
+    os.environ["GOMP_SPINCOUNT"] = str(spin_count(command, busy))
+    return True
 
 
 def cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:

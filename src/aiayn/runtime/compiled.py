@@ -3,7 +3,8 @@
 A decoding step is two kinds of work: the products (at one sentence, reading every weight once)
 and about 150 small operations between them (norms, head reshapes, attention, the residuals,
 the log-softmax), each dispatched on its own. ``CompiledSteps`` wraps an inference model
-(``aiayn.cpu.for_inference``) and runs its steps as code compiled ahead of time by AOTInductor
+(``aiayn.runtime.cpu.for_inference``) and runs its steps as code compiled ahead of time by
+AOTInductor
 (Inductor's C++ backend, loaded as a shared library): the whole step becomes a few dozen
 generated loops and product calls, called from C++ with no Python in between. Each step is
 written for compilation, one function over the cache's buffers with the position a tensor, and
@@ -49,9 +50,9 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from .config import ModelConfig
+from ..config import ModelConfig
+from ..model import DecoderCache, Transformer
 from .cpu import CpuLinear, onednn_available, onednn_linear
-from .model import DecoderCache, Transformer
 
 # Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
 # the strides they were compiled for (the cache's own contiguous buffers), so the generated
