@@ -190,3 +190,36 @@ def test_the_catalogue_covers_every_subcommand():
     covered = {c[0].split()[0] for c in CASES}
     assert set(sub.choices) <= covered
     assert len(CASES) >= 60
+
+
+# every writing command, its output in {w}/locked, a folder this process may not write to
+# (simulated: the tests may run as root, whom permissions do not stop)
+UNWRITABLE = [
+    "prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --out {w}/locked/data",
+    "train --data {w}/data --out {w}/locked/run",
+    "average {w}/run --out {w}/locked/avg",
+    "attend --checkpoint {w}/ckpt --out {w}/locked/maps alpha",
+    "import {w}/marian --out {w}/locked/imported",
+    "export {w}/ckpt --to hf --out {w}/locked/exported",
+    "translate --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/locked/out.txt",
+    "score --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/ref.txt -o {w}/locked/s.txt",
+    "classify --checkpoint {w}/ckpt --input {w}/src.txt -o {w}/locked/c.txt",
+    "positions --d-model 8 --length 4 --out {w}/locked/pe.png",
+    "plot {w}/run --out {w}/locked/curves.png",
+]
+
+
+@pytest.mark.parametrize("command", UNWRITABLE, ids=[c.split()[0] for c in UNWRITABLE])
+def test_an_unwritable_output_is_one_line_before_any_work(world, capsys, monkeypatch, command):
+    import os
+    locked = world / "locked"
+    locked.mkdir(exist_ok=True)
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: (
+        False if Path(path) == locked and mode & os.W_OK else access(path, mode)))
+    before = snapshot(world)
+    assert main(command.replace("{w}", str(world)).split()) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("aiayn: error: ") and len(err.splitlines()) == 1, err
+    assert "locked is not writable" in err, err
+    assert snapshot(world) == before and not any(locked.iterdir())

@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ConfigError": "config", "ModelConfig": "config",
     "EncoderModel": "model", "LanguageModel": "model", "Transformer": "model",
-    "DecodeOptions": "translate", "Translator": "translate", "load": "translate",
+    "DecodeOptions": "decode.options", "Translator": "translate", "load": "translate",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -213,26 +213,11 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, action="append", metavar="DIR",
                    help="a checkpoint directory, or a run directory (its best checkpoint); "
                         "repeat for an ensemble of models with one vocabulary")
-    p.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy (default: 4)")
-    p.add_argument("--lenpen", type=float, default=0.6,
-                   help="length penalty alpha (default: 0.6)")
-    p.add_argument("--lenpen-form", choices=["gnmt", "hf", "simple"], default="gnmt",
-                   help="gnmt: score / ((5 + |Y|) / 6)^alpha, the paper's; hf (or simple): "
-                        "score / |Y|^alpha, Hugging Face's (default: gnmt)")
-    p.add_argument("--beam-rules", choices=["aiayn", "hf"], default="aiayn",
-                   help="aiayn: a sentence stops once --beam hypotheses have finished; hf: "
-                        "Hugging Face generate's rules. --lenpen-form hf --beam-rules hf "
-                        "--max-len-a 0 --max-len-b L-1 reproduces generate(num_beams=BEAM, "
-                        "length_penalty=LENPEN, max_length=L) (default: aiayn)")
-    p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
-                   help="source tokens x beam per decoding batch (default: 4096)")
+    from .decode.options import DecodeOptions
+    DecodeOptions.add_flags(p, ("beam", "lenpen", "lenpen_form", "beam_rules", "batch_tokens",
+                                "max_len_a", "max_len_b"))
     p.add_argument("--max-tokens", dest="batch_tokens", type=int, action=_Renamed,
                    new="--batch-tokens")
-    p.add_argument("--max-len-a", type=float, default=1.0, metavar="FACTOR",
-                   help="an output may be this many times as long as its input, plus "
-                        "--max-len-b (default: 1.0)")
-    p.add_argument("--max-len-b", type=int, default=50, metavar="TOKENS",
-                   help="an output may be this many tokens longer than its input (default: 50)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("--int8", action="store_true",
                    help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
@@ -242,22 +227,9 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
                         "minute or so, later ones load it): faster, see docs")
 
 
-def _decode_options(args: argparse.Namespace, nbest: int = 1):
-    from .translate import DecodeOptions
-    sampling = {}
-    if hasattr(args, "sample") and not args.sample:
-        given = [flag for flag, value, default in (
-            ("--temperature", args.temperature, 1.0), ("--top-k", args.top_k, 0),
-            ("--top-p", args.top_p, 1.0), ("--seed", args.seed, 0)) if value != default]
-        if given:
-            raise UserError(f"{', '.join(given)} only apply to sampling: add --sample, or "
-                            "drop them for beam search")
-    if getattr(args, "sample", False):
-        sampling = dict(sample=True, temperature=args.temperature, top_k=args.top_k,
-                        top_p=args.top_p, seed=args.seed)
-    return DecodeOptions(beam=args.beam, lenpen=args.lenpen, lenpen_form=args.lenpen_form,
-                         nbest=nbest, batch_tokens=args.batch_tokens, max_len_a=args.max_len_a,
-                         max_len_b=args.max_len_b, beam_rules=args.beam_rules, **sampling)
+def _decode_options(args: argparse.Namespace):
+    from .decode.options import DecodeOptions
+    return DecodeOptions.from_flags(args)
 
 
 def _read_lines(path: str | None) -> list[str]:
@@ -282,11 +254,12 @@ def _one_line(text: str) -> str:
 
 
 def _add_translate_evaluate(sub) -> None:
+    from .decode.options import DecodeOptions
     p = sub.add_parser("translate", help="translate text, one sentence per line")
     _add_decoding_flags(p)
-    p.add_argument("--nbest", type=int, default=1, metavar="N",
-                   help="print the N best translations of each sentence as "
-                        "index<TAB>score<TAB>text lines (default: 1)")
+    DecodeOptions.add_flags(p, ("nbest",), help={
+        "nbest": "print the N best translations of each sentence as index<TAB>score<TAB>text "
+                 "lines"})
     p.add_argument("--alignments", action="store_true",
                    help="append a TAB and Pharaoh i-j word alignments to every line")
     p.add_argument("--prefix-file", metavar="FILE",
@@ -296,17 +269,7 @@ def _add_translate_evaluate(sub) -> None:
                    help="translate every line sentence by sentence (sentencex), as `aiayn "
                         "serve` does paragraphs; by default only a line past the model's "
                         "length limit is split, so that nothing is cut")
-    p.add_argument("--sample", action="store_true",
-                   help="sample one translation per sentence instead of beam search "
-                        "(back-translation); reproducible with --seed")
-    p.add_argument("--temperature", type=float, default=1.0, help="--sample: temperature "
-                                                                  "(default: 1.0)")
-    p.add_argument("--top-k", type=int, default=0, metavar="K",
-                   help="--sample: draw from the K most probable tokens; 0 = all (default: 0)")
-    p.add_argument("--top-p", type=float, default=1.0, metavar="P",
-                   help="--sample: draw from the smallest set of tokens of probability P "
-                        "(default: 1.0)")
-    p.add_argument("--seed", type=int, default=0, help="--sample: random seed (default: 0)")
+    DecodeOptions.add_flags(p, ("sample", *DecodeOptions.SAMPLING))
     p.add_argument("-i", "--input", metavar="FILE", help="input file (default: stdin)")
     p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
     p.set_defaults(command_fn=translate_command)
@@ -316,12 +279,10 @@ def _add_translate_evaluate(sub) -> None:
                    help="a checkpoint or run directory; repeat for an ensemble")
     p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one a line")
     p.add_argument("--tgt", required=True, metavar="FILE", help="target sentences, aligned")
-    p.add_argument("--lenpen", type=float, default=0.6,
-                   help="length penalty alpha of the normalized score (default: 0.6)")
-    p.add_argument("--lenpen-form", choices=["gnmt", "hf", "simple"], default="gnmt",
-                   help="length penalty form of the normalized score (default: gnmt)")
-    p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
-                   help="tokens per scoring batch (default: 4096)")
+    DecodeOptions.add_flags(p, ("lenpen", "lenpen_form", "batch_tokens"), help={
+        "lenpen": "length penalty alpha of the normalized score",
+        "lenpen_form": "length penalty form of the normalized score",
+        "batch_tokens": "tokens per scoring batch"})
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
     p.set_defaults(command_fn=score_command)
@@ -335,7 +296,7 @@ def _add_translate_evaluate(sub) -> None:
 
 def translate_command(args: argparse.Namespace) -> None:
     from .translate import load
-    options = _decode_options(args, args.nbest)
+    options = _decode_options(args)
     if args.output:
         output_file(args.output, "-o", args.input, args.prefix_file)
     translator = load(args.checkpoint, device=args.device, int8=args.int8,
@@ -369,9 +330,8 @@ def translate_command(args: argparse.Namespace) -> None:
 
 
 def score_command(args: argparse.Namespace) -> None:
-    from .translate import DecodeOptions, load
-    options = DecodeOptions(lenpen=args.lenpen, lenpen_form=args.lenpen_form,
-                            batch_tokens=args.batch_tokens)
+    from .translate import load
+    options = _decode_options(args)
     if args.output:
         output_file(args.output, "-o", args.src, args.tgt)
     translator = load(args.checkpoint, device=args.device)
@@ -586,7 +546,9 @@ def _add_serve(sub) -> None:
                    help="require an api_key from this file (one key a line); others get 403")
     p.add_argument("--req-limit", type=int, default=0, metavar="PER_MINUTE",
                    help="requests per minute per API key or client address; 0 = no limit")
-    p.add_argument("--beam", type=int, default=4, help="beam size (default: 4)")
+    from .decode.options import DecodeOptions
+    DecodeOptions.add_flags(p, ("beam",), help={"beam": "beam size of LibreTranslate's routes "
+                                                        "and the default of /v1/translate's"})
     p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
     p.add_argument("--compile", action="store_true",
                    help="run decoding steps as compiled code (float32, CPU; needs a C++ "

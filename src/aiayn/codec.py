@@ -157,7 +157,11 @@ class TextCodec:
         if self.placeholders:
             text = ph.mask(source.text, text)[1] or ""
         limit = self.limit if limit is None else limit
-        return self.tokenizer.encode_target(text)[:limit] if text.strip() else []
+        ids = self.tokenizer.encode_target(text) if text.strip() else []
+        if len(ids) > limit:
+            self.warn(f"a target of {len(ids)} tokens is longer than the model writes; its "
+                      f"first {limit} are read")
+        return ids[:limit]
 
     def decode(self, ids: list[int], source: Source) -> str:
         """The text of an output for ``source``, its placeholders put back."""

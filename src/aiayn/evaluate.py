@@ -7,8 +7,9 @@ from pathlib import Path
 import sacrebleu
 
 from . import placeholders
+from .decode.options import DecodeOptions
 from .errors import UserError
-from .translate import DecodeOptions, load
+from .translate import load
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict:

@@ -21,9 +21,8 @@ from .codec import TextCodec
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
 from .decode.ensemble import Ensemble
+from .decode.options import DecodeOptions
 from .decode.search import (
-    BEAM_RULES,
-    LENGTH_PENALTIES,
     Hypothesis,
     beam_search,
     greedy_search,
@@ -38,60 +37,6 @@ from .runtime.threads import use_available_cores
 
 if TYPE_CHECKING:
     from .inspect import AttentionMaps
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """How to decode (§6.1 defaults: beam 4, length penalty 0.6, max length input + 50).
-
-    Args:
-        beam: beam size; 1 with nbest 1 is greedy decoding.
-        lenpen: length penalty alpha.
-        lenpen_form: "gnmt" ((5 + |Y|) / 6)^alpha, the paper's, or "hf" |Y|^alpha (Hugging
-            Face's; "simple" is another name for it).
-        nbest: hypotheses returned per sentence (at most ``beam``).
-        batch_tokens: source tokens x beam per decoding batch.
-        max_len_a, max_len_b: at most a x (source tokens) + b generated tokens.
-        beam_rules: "aiayn" (a sentence stops once ``beam`` hypotheses have finished) or "hf"
-            (Hugging Face generate's: see ``aiayn.decode.search.beam_search``). With
-            ``lenpen_form="hf"``, ``max_len_a=0`` and ``max_len_b=L - 1`` decoding reproduces
-            ``generate(num_beams=beam, length_penalty=lenpen, max_length=L)``.
-        sample: draw one output per sentence instead of searching (beam and nbest unused),
-            from the distribution at ``temperature``, cut to ``top_k`` tokens (0: all) and the
-            ``top_p`` nucleus; ``seed`` makes it reproducible, sentence by sentence.
-    """
-
-    beam: int = 4
-    lenpen: float = 0.6
-    lenpen_form: str = "gnmt"
-    nbest: int = 1
-    batch_tokens: int = 4096
-    max_len_a: float = 1.0
-    max_len_b: int = 50
-    beam_rules: str = "aiayn"
-    sample: bool = False
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.beam < 1:
-            raise UserError(f"--beam ({self.beam}) must be at least 1")
-        if not 1 <= self.nbest <= self.beam:
-            raise UserError(f"--nbest ({self.nbest}) must be between 1 and --beam ({self.beam})")
-        if self.lenpen_form not in LENGTH_PENALTIES:
-            raise UserError(f"--lenpen-form ({self.lenpen_form!r}) must be one of "
-                            f"{', '.join(LENGTH_PENALTIES)}")
-        if self.beam_rules not in BEAM_RULES:
-            raise UserError(f"--beam-rules ({self.beam_rules!r}) must be one of "
-                            f"{', '.join(BEAM_RULES)}")
-        if self.temperature <= 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
-            raise UserError("--temperature must be positive, --top-k >= 0 and --top-p in (0, 1]")
-        if self.batch_tokens < 1:
-            raise UserError(f"--batch-tokens ({self.batch_tokens}) must be at least 1")
-        if self.max_len_a < 0 or self.max_len_b < 0:
-            raise UserError("--max-len-a and --max-len-b must be >= 0")
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ import os, sys, json, torch
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 cfg = TrainConfig(preset="tiny", max_tokens=150, warmup=10, valid_every=100, max_steps=5,
-                  valid_bleu_sentences=0, log_every=1, grad_accum=int(sys.argv[3]), threads=1)
+                  valid_bleu_sentences=0, log_every=1, grad_accum=int(sys.argv[3]), threads=1,
+                  precision="fp32")
 train(sys.argv[1], sys.argv[2], cfg, progress=False, log=lambda *_: None)
 """
 

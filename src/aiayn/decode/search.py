@@ -38,6 +38,9 @@ class Seq2Seq(Protocol):
         """tgt (rows, t) -> logits (rows, t, V); the cache advances by t."""
 
 
+# the paper's decoding (§6.1): beam 4, length penalty 0.6, outputs up to input + 50; every
+# default of the searches and of DecodeOptions is one of these
+BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B = 4, 0.6, 1.0, 50
 LENGTH_PENALTIES = ("gnmt", "hf", "simple")
 # How a search ends its hypotheses: aiayn's own (fairseq's) rules or Hugging Face generate's
 BEAM_RULES = ("aiayn", "hf")
@@ -150,8 +153,8 @@ def _token_by_token(model: Seq2Seq, src: Tensor, choose, *, max_len_a: float,
 
 
 @torch.inference_mode()
-def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
-                  max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn",
+def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = MAX_LEN_A,
+                  max_len_b: int = MAX_LEN_B, min_len: int = 0, rules: str = "aiayn",
                   prefix: Tensor | None = None) -> list[Hypothesis]:
     """The most probable token at every step. src (N, S) -> one Hypothesis per sentence.
 
@@ -171,8 +174,8 @@ def greedy_search(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.0,
 
 @torch.inference_mode()
 def sample_search(model: Seq2Seq, src: Tensor, *, seeds: list[int], temperature: float = 1.0,
-                  top_k: int = 0, top_p: float = 1.0, max_len_a: float = 1.0,
-                  max_len_b: int = 50, prefix: Tensor | None = None) -> list[Hypothesis]:
+                  top_k: int = 0, top_p: float = 1.0, max_len_a: float = MAX_LEN_A,
+                  max_len_b: int = MAX_LEN_B, prefix: Tensor | None = None) -> list[Hypothesis]:
     """One sampled output per sentence (back-translation: Edunov et al., 2018): each step draws
     from the tempered next-token distribution, cut to the top ``top_k`` tokens and to the
     nucleus of mass ``top_p``. Sentence i draws from its own generator seeded ``seeds[i]``, so
@@ -256,9 +259,9 @@ def _sentences_done(finished: list[list[Hypothesis]], sentences: Tensor, beam: i
 
 
 @torch.inference_mode()
-def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, lenpen: float = 0.6,
-                lenpen_form: str = "gnmt", nbest: int = 1, max_len_a: float = 1.0,
-                max_len_b: int = 50, min_len: int = 0, rules: str = "aiayn",
+def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = BEAM, lenpen: float = LENPEN,
+                lenpen_form: str = "gnmt", nbest: int = 1, max_len_a: float = MAX_LEN_A,
+                max_len_b: int = MAX_LEN_B, min_len: int = 0, rules: str = "aiayn",
                 prefix: Tensor | None = None) -> list[list[Hypothesis]]:
     """Beam search with a length penalty (§6.1: beam 4, alpha 0.6, max length input + 50).
 

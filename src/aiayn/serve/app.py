@@ -40,8 +40,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from ..decode.options import DecodeOptions
 from ..errors import UserError
-from ..translate import DecodeOptions, Translator
+from ..translate import Translator
 from .batching import Batcher, QueueFull
 from .text import html_texts, join_sentences, language_name, rebuild_html, split_sentences
 
@@ -61,7 +62,7 @@ class Settings:
     queue_size: int = 256
     api_keys: frozenset[str] | None = None
     req_limit: int = 0  # requests per minute per API key or client address; 0 = no limit
-    beam: int = 4
+    beam: int = DecodeOptions.default("beam")
 
 
 @dataclass
@@ -336,7 +337,8 @@ class Service:
         try:
             options = DecodeOptions(beam=int(values.get("beam", self.settings.beam)),
                                     nbest=int(values.get("nbest", 1)),
-                                    lenpen=float(values.get("lenpen", 0.6)))
+                                    lenpen=float(values.get("lenpen",
+                                                            DecodeOptions.default("lenpen"))))
         except (UserError, TypeError, ValueError) as err:
             raise ApiError(400, f"Invalid request: {err}") from None
         found = await self.decode(model, sentences, options)

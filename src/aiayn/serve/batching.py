@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..translate import DecodeOptions, Translator
+from ..decode.options import DecodeOptions
+from ..translate import Translator
 
 
 class QueueFull(Exception):

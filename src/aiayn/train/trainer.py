@@ -31,13 +31,14 @@ from ..checkpoint import Checkpoint
 from ..config import ConfigError, ModelConfig
 from ..data.corpus import Batch, ParallelCorpus, read_stats, split_lines, text_file, token_batches
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
+from ..decode.options import DecodeOptions
 from ..errors import UserError
 from ..evaluate import score
 from ..model import EncoderModel, LanguageModel, build_model
 from ..runtime import cpu
 from ..runtime.hardware import choose_precision, peak_flops
 from ..runtime.threads import use_available_cores
-from ..translate import DecodeOptions, Translator
+from ..translate import Translator
 from .metrics import MetricsLog, Window, describe, training_flops
 from .recipe import (
     PRECISIONS,
