@@ -8,7 +8,7 @@ import aiayn
 
 # bottom to top; a unit may import units of lower rank only
 LAYERS = [
-    {"config", "errors", "files", "integrity", "outputs", "placeholders"},
+    {"config", "detect", "errors", "files", "integrity", "outputs", "placeholders"},
     {"model"},
     {"runtime"},
     {"data"},

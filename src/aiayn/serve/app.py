@@ -41,6 +41,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ..decode.options import DecodeOptions
+from ..detect import LanguageDetector
 from ..errors import UserError
 from ..translate import Translator
 from .batching import Batcher, QueueFull
@@ -141,6 +142,7 @@ class Service:
                                max_wait_ms=settings.max_wait_ms, queue_size=settings.queue_size,
                                on_batch=self.metrics.batch_done)
         self.limiter = RateLimiter(settings.req_limit)
+        self.detectors: dict[tuple[str, ...], LanguageDetector] = {}
 
     # ------------------------------------------------------------------ helpers
     async def body(self, request: Request) -> bytes:
@@ -193,23 +195,35 @@ class Service:
         if not self.limiter.allow(client):
             raise ApiError(429, "Too many requests: slow down")
 
-    def model_for(self, source: str, target: str) -> tuple[Model, bool]:
-        """The model of a language pair; ``source`` "auto" picks the only model for ``target``.
-        Returns the model and whether the source was detected."""
+    def detector(self, codes: list[str]) -> LanguageDetector:
+        """A detector among ``codes`` (built once per set of languages)."""
+        key = tuple(sorted(set(codes)))
+        if key not in self.detectors:
+            try:
+                self.detectors[key] = LanguageDetector(list(key))
+            except UserError as err:
+                raise ApiError(400, f"Language detection is not available: {err}") from None
+        return self.detectors[key]
+
+    def model_for(self, source: str, target: str,
+                  text: str = "") -> tuple[Model, dict[str, Any] | None]:
+        """The model of a language pair. ``source`` "auto" picks, among the models into
+        ``target``, the one whose source language ``text`` is detected in (lingua, limited
+        to those languages). Returns the model and, when detected, LibreTranslate's
+        ``detectedLanguage`` ({"confidence", "language"})."""
         if source == "auto":
-            fits = [m for m in self.models.values() if m.target == target]
-            if len(fits) != 1:
-                raise ApiError(400, f"{target} is not supported" if not fits else
-                               "source auto needs a target that one model alone translates to; "
-                               "pass the source language")
-            return fits[0], True
+            fits = {m.source: m for m in self.models.values() if m.target == target}
+            if not fits:
+                raise ApiError(400, f"{target} is not supported")
+            code, confidence = self.detector(list(fits)).detect(text)[0]
+            return fits[code], {"confidence": confidence, "language": code}
         for code in (source, target):
             if not any(code in (m.source, m.target) for m in self.models.values()):
                 raise ApiError(400, f"{code} is not supported")
         model = self.models.get(f"{source}-{target}")
         if model is None:
             raise ApiError(400, f"{source} to {target} is not supported")
-        return model, False
+        return model, None
 
     async def decode(self, model: Model, sentences: list[str],
                      options: DecodeOptions) -> list[list[tuple[str, float]]]:
@@ -259,7 +273,9 @@ class Service:
             raise ApiError(400, "Invalid request: alternatives must be an integer") from None
         if not 0 <= alternatives <= 10:
             raise ApiError(400, "Invalid request: alternatives must be between 0 and 10")
-        model, detected = self.model_for(str(values["source"]), str(values["target"]))
+        # source auto: one detection over the request's texts together picks the model
+        model, detected = self.model_for(str(values["source"]), str(values["target"]),
+                                         "\n".join(texts))
         nbest = 1 + alternatives
         options = DecodeOptions(beam=max(self.settings.beam, nbest), nbest=nbest)
 
@@ -283,8 +299,7 @@ class Service:
         if alternatives:
             answer["alternatives"] = results[0][1:] if single else [r[1:] for r in results]
         if detected:
-            info = {"confidence": 100.0, "language": model.source}
-            answer["detectedLanguage"] = info if single else [info] * len(texts)
+            answer["detectedLanguage"] = detected if single else [detected] * len(texts)
         return JSONResponse(answer)
 
     async def languages(self, request: Request) -> JSONResponse:
@@ -312,13 +327,16 @@ class Service:
     async def detect(self, request: Request) -> JSONResponse:
         values = await self.fields(request)
         self.admit(request, values)
-        if values.get("q") in (None, ""):
+        q = values.get("q")
+        if q in (None, ""):
             raise ApiError(400, "Invalid request: missing q parameter")
-        sources = sorted({m.source for m in self.models.values()})
-        if len(sources) != 1:
-            raise ApiError(400, "Language detection is not available: the models read "
-                                f"{', '.join(sources)}; pass the source language")
-        return JSONResponse([{"confidence": 100.0, "language": sources[0]}])
+        if not isinstance(q, str):
+            raise ApiError(400, "Invalid request: q must be a string")
+        if len(q) > self.settings.char_limit:
+            raise ApiError(400, f"Invalid request: request ({len(q)}) exceeds text limit "
+                                f"({self.settings.char_limit})")
+        found = self.detector([m.source for m in self.models.values()]).detect(q)
+        return JSONResponse([{"confidence": c, "language": code} for code, c in found])
 
     # ------------------------------------------------------------------ native API
     async def v1_translate(self, request: Request) -> JSONResponse:
@@ -333,7 +351,8 @@ class Service:
         if sum(map(len, sentences)) > self.settings.char_limit:
             raise ApiError(400, f"Invalid request: the sentences exceed the text limit "
                                 f"({self.settings.char_limit})")
-        model, _ = self.model_for(str(values.get("source", "")), str(values.get("target", "")))
+        model, _ = self.model_for(str(values.get("source", "")), str(values.get("target", "")),
+                                  "\n".join(sentences))
         try:
             options = DecodeOptions(beam=int(values.get("beam", self.settings.beam)),
                                     nbest=int(values.get("nbest", 1)),
@@ -366,7 +385,8 @@ class Service:
         if len(text) > self.settings.char_limit:
             raise ApiError(400, f"Invalid request: request ({len(text)}) exceeds text limit "
                                 f"({self.settings.char_limit})")
-        model, _ = self.model_for(str(values.get("source", "")), str(values.get("target", "")))
+        model, _ = self.model_for(str(values.get("source", "")), str(values.get("target", "")),
+                                  text)
         translator = model.translator
 
         def maps() -> dict:

@@ -1,0 +1,42 @@
+"""Which language a text is in, among the languages the loaded models read.
+
+lingua (``lingua-language-detector``, the detector LibreTranslate uses) scores the text for a
+fixed set of candidates, here the served models' source languages only: a detector asked to
+choose among two languages is more accurate than one asked among seventy, and a language no
+model reads is no use as an answer. A single candidate is the answer with full confidence.
+"""
+
+from __future__ import annotations
+
+from .errors import UserError, require
+
+
+class LanguageDetector:
+    """Detects which of ``codes`` (ISO 639-1, as models name their pair) a text is in.
+
+    Raises UserError when lingua is not installed or knows none of the codes.
+    """
+
+    def __init__(self, codes: list[str]) -> None:
+        self.codes = sorted(set(codes))
+        self.detector, self.languages = None, {}
+        if len(self.codes) < 2:
+            return
+        lingua = require("lingua", "language detection (source auto)", "serve")
+        for code in self.codes:
+            iso = getattr(lingua.IsoCode639_1, code.upper(), None)
+            if iso is not None:
+                self.languages[lingua.Language.from_iso_code_639_1(iso)] = code
+        if len(self.languages) < 2:
+            raise UserError(f"language detection knows too few of {', '.join(self.codes)}; "
+                            "pass the source language")
+        self.detector = lingua.LanguageDetectorBuilder.from_languages(*self.languages).build()
+
+    def detect(self, text: str) -> list[tuple[str, float]]:
+        """The candidate languages of ``text`` with their confidence in percent, most likely
+        first (as LibreTranslate's ``/detect`` answers)."""
+        if self.detector is None:
+            return [(code, 100.0) for code in self.codes]
+        found = self.detector.compute_language_confidence_values(text)
+        return [(self.languages[c.language], round(100 * c.value, 2)) for c in found
+                if c.language in self.languages]
