@@ -20,11 +20,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,interop,serve]'
 	touch $@
 
-# lint, the suite, then the numerics again on narrower instruction sets: PyTorch's kernels
+# lint, type check, the suite, then the numerics again on narrower instruction sets: PyTorch's kernels
 # differ between AVX-512, AVX2 and none, and a tolerance tuned on one may fail on another
 NUMERICS := tests/model tests/test_cpu.py
 test: install
 	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy
 	$(PY) -m pytest
 	ATEN_CPU_CAPABILITY=avx2 $(PY) -m pytest -q $(NUMERICS)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERICS)

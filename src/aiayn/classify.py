@@ -31,7 +31,7 @@ class Classifier:
         if checkpoint.arch != "encoder" or checkpoint.labels is None:
             raise UserError(f"{checkpoint.path} is not a classifier; train one with --arch "
                             "encoder --task classify")
-        return cls(checkpoint.model(), checkpoint.tokenizer, checkpoint.labels)
+        return cls(checkpoint.model(EncoderModel), checkpoint.tokenizer, checkpoint.labels)
 
     @torch.inference_mode()
     def classify(self, texts: list[str], *, batch_tokens: int = 4096

@@ -12,7 +12,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Callable, NoReturn, cast
 
 import yaml
 
@@ -316,12 +316,14 @@ def translate_command(args: argparse.Namespace) -> None:
                                prefixes=prefixes, split_sentences=args.split_sentences)
     if bar:
         bar.close()
-    if args.alignments and args.nbest == 1:
-        out = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, out)]
     if args.nbest == 1:
-        text = "".join(_one_line(o) + "\n" for o in out)
+        best = cast("list[str]", out)
+        if args.alignments:
+            best = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, best)]
+        text = "".join(_one_line(o) + "\n" for o in best)
     else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
-        text = "".join(f"{i}\t{s:.4f}\t{_one_line(t)}\n" for i, o in enumerate(out)
+        nbest = cast("list[list[tuple[str, float]]]", out)
+        text = "".join(f"{i}\t{s:.4f}\t{_one_line(t)}\n" for i, o in enumerate(nbest)
                        for t, s in o)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -437,7 +439,8 @@ def attend_command(args: argparse.Namespace) -> None:
     translator = load(args.checkpoint)
     maps = translator.attention(args.source, args.target)
     # the model's own translation (the same beam search the maps were taken on)
-    target = args.target if args.target is not None else translator.translate([args.source])[0]
+    target = (args.target if args.target is not None
+              else str(translator.translate([args.source])[0]))
     written = plot_attention(maps, args.out)
     written.append(write_html(maps, Path(args.out) / "index.html", source=args.source,
                               target=target))

@@ -167,7 +167,9 @@ class ModelConfig:
     @property
     def start_id(self) -> int:
         """The first decoder input of every target: BOS, or the pad id (Marian)."""
-        return self.pad_id if self.decoder_start == "pad" else self.bos_id
+        start = self.pad_id if self.decoder_start == "pad" else self.bos_id
+        assert start is not None  # __post_init__: decoder_start "bos" has a bos_id
+        return start
 
     def departures(self) -> list[str]:
         """The options set away from the paper's model, as ``name=value`` (for summaries)."""

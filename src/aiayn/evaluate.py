@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import sacrebleu
 
@@ -33,7 +34,7 @@ def evaluate(checkpoint: str | Path | list, sources: list[str], references: list
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")
     translator = load(checkpoint, device=device, int8=int8, compile=compile)
-    hypotheses = translator.translate(sources, options)
+    hypotheses = cast("list[str]", translator.translate(sources, options))  # (nbest 1)
     return {**score(hypotheses, references), **placeholder_rate(sources, hypotheses),
             "hypotheses": hypotheses}
 

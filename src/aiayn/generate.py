@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import Checkpoint
-from .data.tokenizer import Tokenizer
+from .data.tokenizer import AnyTokenizer
 from .decode.sampling import sample
 from .errors import UserError
 from .model import LanguageModel
@@ -17,7 +17,7 @@ from .runtime import cpu
 class Generator:
     """A trained LanguageModel with its tokenizer."""
 
-    def __init__(self, model: LanguageModel, tokenizer: Tokenizer) -> None:
+    def __init__(self, model: LanguageModel, tokenizer: AnyTokenizer) -> None:
         self.model, self.tokenizer, self.cfg = model.eval(), tokenizer, model.cfg
 
     @classmethod
@@ -26,7 +26,7 @@ class Generator:
             "decoder-only", "generate with a decoder-only checkpoint (train --arch "
             "decoder-only), or use `aiayn translate`")
         cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
-        return cls(cpu.for_inference(checkpoint.model()), checkpoint.tokenizer)
+        return cls(cpu.for_inference(checkpoint.model(LanguageModel)), checkpoint.tokenizer)
 
     def generate(self, prompt: str, *, max_new_tokens: int = 50, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int | None = None) -> str:

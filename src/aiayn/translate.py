@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 import torch
 
 from .checkpoint import Checkpoint
 from .codec import TextCodec
+from .config import ModelConfig
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
 from .decode.ensemble import Ensemble
@@ -63,11 +64,11 @@ class Translator:
     (``aiayn.runtime.cpu.for_inference``).
     """
 
-    def __init__(self, model: Transformer, tokenizer: AnyTokenizer, *,
+    def __init__(self, model: Any, tokenizer: AnyTokenizer, *,
                  warn: Callable[[str], None] | None = None, placeholders: bool = False,
                  language: str = "en") -> None:
         self.model, self.tokenizer = model.eval(), tokenizer
-        self.cfg = model.cfg
+        self.cfg: ModelConfig = model.cfg
         self.device = next(model.parameters()).device
         # placeholders: masked as the training data was (``aiayn.placeholders``); language:
         # the source's, for splitting lines past the model's length limit into sentences
@@ -99,7 +100,7 @@ class Translator:
                 raise UserError(f"{one.path}: its vocabulary differs from "
                                 f"{checkpoints[0].path}'s; an ensemble needs models trained on "
                                 "the same prepared data")
-        models = [one.model() for one in checkpoints]
+        models: list[Any] = [one.model(Transformer) for one in checkpoints]  # Seq2Seq modules
         protect = any(one.placeholders for one in checkpoints)
         if device == "cpu":
             use_available_cores()  # one thread per core this process may use
@@ -233,7 +234,7 @@ class Translator:
                 n = len(targets[i]) + 1
                 out[i] = PairScore(totals[row], n,
                                    totals[row] / length_penalty(n, o.lenpen, o.lenpen_form))
-        return out
+        return [score for score in out if score is not None]  # (every pair has its score)
 
     def score(self, sources: Iterable[str], targets: Iterable[str],
               options: DecodeOptions | None = None) -> list[PairScore]:

@@ -7,6 +7,7 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar, overload
 
 import torch
 from safetensors import SafetensorError
@@ -20,6 +21,7 @@ from ..errors import UserError
 from ..integrity import recorded, verify
 from ..model import ARCHS, build_model
 
+M = TypeVar("M", bound=nn.Module)
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 AVERAGED = "averaged"  # RUN/checkpoints/averaged: the average a budgeted run ends with
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
@@ -127,10 +129,20 @@ class Checkpoint:
                             f"{arch}; {hint}")
         return self
 
-    def model(self) -> nn.Module:
-        """A new model of the checkpoint's kind and config, with its weights."""
+    @overload
+    def model(self) -> nn.Module: ...
+
+    @overload
+    def model(self, kind: type[M]) -> M: ...
+
+    def model(self, kind: type[nn.Module] = nn.Module) -> nn.Module:
+        """A new model of the checkpoint's kind and config, with its weights; ``kind``
+        (``Transformer``, say) is the class the caller expects, checked."""
         model = build_model(self.arch, self.config,
                             num_classes=len(self.labels) if self.labels else None)
+        if not isinstance(model, kind):
+            raise UserError(f"{self.path} holds {_article(self.arch)} {self.arch} model, not "
+                            f"a {kind.__name__}")
         self.load_weights(model)
         return model
 

@@ -84,7 +84,7 @@ def save_checkpoint(run_dir: Path, name: str, model: nn.Module, cfg: ModelConfig
             shutil.rmtree(tmp)
         tmp.mkdir()
         save_model(model, str(tmp / WEIGHTS))
-        extra = {"languages": languages} if languages else {}
+        extra: dict[str, Any] = {"languages": languages} if languages else {}
         if labels is not None:
             extra["labels"] = labels
         if placeholders:

@@ -107,11 +107,11 @@ class ParallelCorpus:
         for row, (s, x) in enumerate(zip(srcs, tgts)):
             src[row, :len(s)] = torch.from_numpy(s.astype(np.int64))
             src[row, len(s)] = cfg.eos_id
-            x = torch.from_numpy(x.astype(np.int64))
+            y = torch.from_numpy(x.astype(np.int64))
             tgt_in[row, 0] = cfg.start_id
-            tgt_in[row, 1:len(x) + 1] = x
-            tgt_out[row, :len(x)] = x
-            tgt_out[row, len(x)] = cfg.eos_id
+            tgt_in[row, 1:len(y) + 1] = y
+            tgt_out[row, :len(y)] = y
+            tgt_out[row, len(y)] = cfg.eos_id
         return Batch(src, tgt_in, tgt_out, pad)
 
 

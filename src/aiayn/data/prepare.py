@@ -24,7 +24,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import IO, Iterator, cast
 
 import numpy as np
 
@@ -102,12 +102,12 @@ class Coverage:
 BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
 
 
-def _open_text(path: Path) -> BinaryIO:
+def _open_text(path: Path) -> IO[bytes]:
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected a text file")
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    return cast(IO[bytes], gzip.open(path, "rb")) if path.suffix == ".gz" else open(path, "rb")
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -207,7 +207,8 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     stats, coverage = SplitStats(), Coverage(tokenizer)
 
     def flush(batch: list[tuple[str, str]]) -> None:
-        encoded = [mask(s, t)[:2] for s, t in batch] if protect else batch
+        encoded = [(m[0], m[1] or "") for m in (mask(s, t) for s, t in batch)] if protect \
+            else batch
         src_ids = tokenizer.encode_batch([s for s, _ in encoded])
         if labels is None:
             tgt_ids = tokenizer.encode_batch([t for _, t in encoded], side="target")
@@ -313,14 +314,15 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         def sentences() -> Iterator[str]:
             for s, t in read_pairs(train):
                 if protect_placeholders:
-                    s, t, _ = mask(s, t)
+                    s, masked, _ = mask(s, t)
+                    t = masked or ""
                 for text in (s.strip(),) if labels is not None else (s.strip(), t.strip()):
                     if text:
                         yield text
 
         if given is None:
             log(f"training a joint {model_type.upper()} vocabulary of {vocab_size:,} pieces")
-            vocab = train_tokenizer(sentences(), work / Path(TOKENIZER).stem,
+            vocab: AnyTokenizer = train_tokenizer(sentences(), work / Path(TOKENIZER).stem,
                                     vocab_size=vocab_size, model_type=model_type,
                                     sample_sentences=sample_sentences,
                                     symbols=SENTINELS if protect_placeholders else ())

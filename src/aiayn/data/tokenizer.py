@@ -20,7 +20,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
 import sentencepiece as spm
 
@@ -84,13 +84,18 @@ class Tokenizer:
     def pieces(self, ids: Iterable[int], *, side: str = "target") -> list[str]:
         return [self.sp.IdToPiece(int(i)) for i in ids]
 
+    def _file(self) -> Path:
+        if self.path is None:
+            raise ValueError("this Tokenizer was made in memory; load it from a file to save it")
+        return self.path
+
     def save(self, directory: Path) -> None:
         """Copy the model into ``directory`` (as a checkpoint names it)."""
-        shutil.copyfile(self.path, Path(directory) / TOKENIZER_NAMES[0])
+        shutil.copyfile(self._file(), Path(directory) / TOKENIZER_NAMES[0])
 
     def fingerprint(self) -> str:
         """A SHA-256 of the vocabulary's files: equal fingerprints, equal token ids."""
-        return _fingerprint([self.path])
+        return _fingerprint([self._file()])
 
 
 class MarianVocab:
@@ -119,8 +124,8 @@ class MarianVocab:
                       (self.SOURCE_SPM, self.TARGET_SPM, self.VOCAB, self.TARGET_VOCAB)
                       if (directory / name).is_file()]
         for name, vocab in (("vocab.json", self.vocab), ("target_vocab.json", self.target_vocab)):
-            for token in (unk, eos, pad) if vocab is not None else ():
-                if token not in vocab:
+            for token in (unk, eos, pad):
+                if vocab is not None and token not in vocab:
                     raise UserError(f"{directory / name}: has no {token!r} entry; "
                                     "it is not a Marian vocabulary")
         target = self.target_vocab or self.vocab
@@ -223,7 +228,7 @@ def train_tokenizer(sentences: Iterable[str], prefix: Path, *, vocab_size: int,
     """
     if byte_fallback is None:
         byte_fallback = vocab_size >= BYTE_FALLBACK_MIN_VOCAB
-    options = dict(
+    options: dict[str, Any] = dict(
         sentence_iterator=iter(sentences), model_prefix=str(prefix), vocab_size=vocab_size,
         model_type=model_type, character_coverage=1.0, pad_id=PAD_ID, unk_id=UNK_ID,
         bos_id=BOS_ID, eos_id=EOS_ID, input_sentence_size=sample_sentences,

@@ -9,11 +9,12 @@ special ids and sizes here, the same tokenizer files where ``Translator`` loads 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from torch import Tensor, nn
 
 from ..errors import UserError
-from ..model import DecoderCache, Transformer
+from ..model import DecoderCache
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Ensemble(nn.Module):
 
     returns_log_probs = True
 
-    def __init__(self, models: list[Transformer]) -> None:
+    def __init__(self, models: list[Any]) -> None:
         super().__init__()
         if not models:
             raise UserError("an ensemble needs at least one model")
@@ -50,31 +51,28 @@ class Ensemble(nn.Module):
         self.members = nn.ModuleList(models)
         self.cfg = first.replace(max_len=min(m.cfg.max_len for m in models))
 
+    @property
+    def models(self) -> list[Any]:
+        """The members, each a ``Seq2Seq`` (as ``Transformer`` and ``CompiledSteps`` are)."""
+        return list(self.members)
+
     def encode(self, src: Tensor) -> tuple[list[Tensor], Tensor, list[Tensor]]:
         """Every model's memory; the source mask (the same for all: it depends on the pads)."""
-        memories = []
-        for model in self.members:
-            memory, src_mask, _ = model.encode(src)
-            memories.append(memory)
-        return memories, src_mask, []
+        found = [model.encode(src) for model in self.models]
+        return [memory for memory, _, _ in found], found[0][1], []
 
     def init_cache(self, memory: list[Tensor], src_mask: Tensor, max_len: int, *,
                    beam: int = 1) -> EnsembleCache:
         return EnsembleCache([model.init_cache(m, src_mask, max_len, beam=beam)
-                              for model, m in zip(self.members, memory)])
+                              for model, m in zip(self.models, memory)])
 
     def decode_step(self, tgt: Tensor, cache: EnsembleCache) -> Tensor:
         """tgt (rows, t) -> the average of the models' log-probabilities (rows, t, V)."""
-        total = None
-        for model, member_cache in zip(self.members, cache.caches):
-            lprobs = model.decode_step(tgt, member_cache).float().log_softmax(-1)
-            total = lprobs if total is None else total + lprobs
-        return total / len(self.members)
+        total = sum(model.decode_step(tgt, member_cache).float().log_softmax(-1)
+                    for model, member_cache in zip(self.models, cache.caches))
+        return total / len(self.models)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced: the average of the models' log-probabilities (B, T, V)."""
-        total = None
-        for model in self.members:
-            lprobs = model(src, tgt_in).float().log_softmax(-1)
-            total = lprobs if total is None else total + lprobs
-        return total / len(self.members)
+        total = sum(model(src, tgt_in).float().log_softmax(-1) for model in self.models)
+        return total / len(self.models)

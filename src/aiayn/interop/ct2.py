@@ -20,6 +20,7 @@ from .. import checkpoint as ckpt
 from ..checkpoint import Checkpoint
 from ..config import ModelConfig
 from ..errors import UserError
+from ..model import Transformer
 from . import require
 
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16",
@@ -118,7 +119,7 @@ def export_ctranslate2(checkpoint: str | Path, out: str | Path, *,
                         f"{', '.join(QUANTIZATIONS)}")
     opened = Checkpoint.open(checkpoint).require(
         "encoder-decoder", "only translation models export to CTranslate2 here")
-    model, tokenizer = opened.model().eval(), opened.tokenizer
+    model, tokenizer = opened.model(Transformer).eval(), opened.tokenizer
     spec = transformer_spec(model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)

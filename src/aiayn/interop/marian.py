@@ -196,11 +196,11 @@ def import_marian(folder: str | Path, out: str | Path, *, log=print) -> Path:
     vocab = MarianVocab.load(folder)
     weights = _read_weights(folder)
     cfg = marian_config(hf, vocab, weights.get("final_logits_bias"))
-    for side, ours, model in (("source", vocab.vocab_size, cfg.vocab_size),
-                              ("target", vocab.target_vocab_size, cfg.target_vocab_size)):
-        if ours > model:
+    for side, ours, theirs in (("source", vocab.vocab_size, cfg.vocab_size),
+                               ("target", vocab.target_vocab_size, cfg.target_vocab_size)):
+        if ours > theirs:
             raise UserError(f"{folder}: the {side} vocabulary has {ours} entries but the model "
-                            f"{model}; the tokenizer belongs to another model")
+                            f"{theirs}; the tokenizer belongs to another model")
     model = Transformer(cfg)
     try:
         model.load_state_dict(marian_to_aiayn(weights, cfg))
@@ -344,7 +344,7 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, log=print) -> Path:
         raise UserError(f"{out} already exists; choose another --out (nothing was overwritten)")
     opened = Checkpoint.open(checkpoint).require(
         "encoder-decoder", "only translation models export to Marian")
-    model, tokenizer = opened.model(), opened.tokenizer
+    model, tokenizer = opened.model(Transformer), opened.tokenizer
     cfg = model.cfg
     if isinstance(tokenizer, Tokenizer):
         names = [tokenizer.sp.IdToPiece(i) for i in (cfg.pad_id, cfg.unk_id, cfg.eos_id)]

@@ -120,6 +120,7 @@ class DecoderCache:
             return self._index[1]
         k = self.layers[0].self_k
         _, heads, capacity, _ = k.shape
+        assert self.ancestry is not None, "the cache has no self-attention history yet"
         self.ancestry[:, self.length:end] = torch.arange(rows, device=k.device)[:, None]
         slots = self.ancestry[:, :end]  # (B, end)
         heads_at = torch.arange(heads, device=k.device)[None, :, None]
@@ -159,6 +160,7 @@ class DecoderCache:
     def memory(self, layer: int) -> tuple[Tensor, Tensor, Tensor | None]:
         """Cross-attention keys, values (B / group, H, S, Dh) and source mask of a layer."""
         cache = self.layers[layer]
+        assert cache.cross_k is not None and cache.cross_v is not None, "no memory projected"
         return cache.cross_k, cache.cross_v, self.src_mask
 
     def by_sentence(self, x: Tensor) -> Tensor:
@@ -229,7 +231,7 @@ class DecoderCache:
         position[old_sentences] = torch.arange(len(old_sentences), device=new_rows.device)
         select = position[new_sentences]
         for cache in self.layers:
-            if cache.cross_k is not None:
+            if cache.cross_k is not None and cache.cross_v is not None:
                 cache.cross_k = cache.cross_k.index_select(0, select)
                 cache.cross_v = cache.cross_v.index_select(0, select)
         if self.src_mask is not None:

@@ -5,6 +5,8 @@ Shapes: B batch, S source length, T target length, D d_model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -14,7 +16,7 @@ from .attention import MultiHeadAttention
 from .cache import DecoderCache
 from .dropout import dropout
 
-ACTIVATION_FNS = {"gelu": F.gelu, "swish": F.silu}
+ACTIVATION_FNS: dict[str, Callable[[Tensor], Tensor]] = {"gelu": F.gelu, "swish": F.silu}
 
 
 class FeedForward(nn.Module):
@@ -150,7 +152,7 @@ class DecoderLayer(nn.Module):
         x = self.self_block.leave(x, y)
         # 2) cross-attention over the encoder memory
         cross_w = None
-        if self.cross_attn is not None:
+        if self.cross_attn is not None and self.cross_block is not None:
             y, cross_w = self.cross_attn(self.cross_block.enter(x), memory, memory, src_mask,
                                          return_weights=return_weights, cache=cache, layer=index)
             x = self.cross_block.leave(x, y)

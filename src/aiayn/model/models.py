@@ -7,6 +7,7 @@ Token tensors are int64, padded with ``cfg.pad_id``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -14,7 +15,7 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from .cache import DecoderCache
 from .embeddings import Embeddings, PositionalEncoding, token_embedding
-from .layers import Decoder, Encoder
+from .layers import Decoder, DecoderLayer, Encoder
 from .masks import causal_padding_mask, padding_mask
 
 
@@ -122,7 +123,9 @@ class Transformer(nn.Module):
         cache.src_rows = torch.arange(b, device=memory.device).repeat_interleave(beam)
         cache.src_mask, cache.group = src_mask, beam
         for layer, layer_cache in zip(self.decoder.layers, cache.layers):
-            k, v = layer.cross_attn.project_kv(memory)  # (B, H, S, Dh) views of one product
+            cross = cast(DecoderLayer, layer).cross_attn
+            assert cross is not None  # a translation model's decoder attends to the memory
+            k, v = cross.project_kv(memory)  # (B, H, S, Dh) views of one product
             layer_cache.cross_k, layer_cache.cross_v = k.contiguous(), v.contiguous()
         return cache
 

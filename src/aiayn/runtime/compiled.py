@@ -46,12 +46,13 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 
 from ..config import ModelConfig
-from ..model import DecoderCache, Transformer
+from ..model import DecoderCache, DecoderLayer, MultiHeadAttention, Residual, Transformer
 from .cpu import CpuLinear, onednn_available, onednn_linear
 
 # Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
@@ -71,6 +72,17 @@ def compile_available() -> bool:
                 and torch._dynamo.is_dynamo_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+def _decoder_layers(model: Transformer) -> list[DecoderLayer]:
+    """The decoder's layers, typed (an ``nn.ModuleList`` holds modules of any kind)."""
+    return cast("list[DecoderLayer]", list(model.decoder.layers))
+
+
+def _cross(layer: DecoderLayer) -> tuple[MultiHeadAttention, Residual]:
+    """A translation decoder layer's cross-attention and its residual block."""
+    assert layer.cross_attn is not None and layer.cross_block is not None
+    return layer.cross_attn, layer.cross_block
 
 
 def _attend(q: Tensor, k: Tensor, v: Tensor, visible: Tensor) -> Tensor:
@@ -96,7 +108,7 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
     embed, at = model.tgt_embed, position.view(1)
     x = embed.token(tokens) * embed.scale + embed.positions.table.index_select(0, at)
     visible = torch.arange(self_k[0].size(2), device=x.device) <= position  # (L,)
-    for i, layer in enumerate(model.decoder.layers):
+    for i, layer in enumerate(_decoder_layers(model)):
         attn = layer.self_attn
         q, k, v = attn._heads(attn.qkv_proj(layer.self_block.enter(x)), 3)  # (B, H, 1, Dh)
         self_k[i].index_copy_(2, at, k)
@@ -106,10 +118,10 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
         values = self_v[i].masked_fill(~visible[:, None], 0.0)
         y = attn.out_proj(_merge(_attend(q, self_k[i], values, visible)))
         x = layer.self_block.leave(x, y)
-        attn = layer.cross_attn
-        q = attn._heads(attn.q_proj(layer.cross_block.enter(x)), 1)[0]  # (B, H, 1, Dh)
-        y = attn.out_proj(_merge(_attend(q, cross_k[i], cross_v[i], src_mask)))
-        x = layer.cross_block.leave(x, y)
+        cross, block = _cross(layer)
+        q = cross._heads(cross.q_proj(block.enter(x)), 1)[0]  # (B, H, 1, Dh)
+        y = cross.out_proj(_merge(_attend(q, cross_k[i], cross_v[i], src_mask)))
+        x = block.leave(x, y)
         x = layer.ffn_block.leave(x, layer.ffn(layer.ffn_block.enter(x)))
     if model.decoder.final_norm is not None:
         x = model.decoder.final_norm(x)
@@ -140,7 +152,7 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
     history = ((slots.reshape(b, 1, t) * heads + heads_at) * capacity
                + torch.arange(t)).reshape(-1)
     new = ((torch.arange(b).view(b, 1, 1) * heads + heads_at) * capacity + position).reshape(-1)
-    for i, layer in enumerate(model.decoder.layers):
+    for i, layer in enumerate(_decoder_layers(model)):
         attn = layer.self_attn
         q, k, v = attn._heads(linear(attn.qkv_proj, layer.self_block.enter(x)), 3)  # (B, H, 1, Dh)
         self_k[i].view(-1, dh).index_copy_(0, new, k.reshape(-1, dh))
@@ -154,10 +166,10 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
         attended = (scores.softmax(-1).transpose(-2, -1) * values).sum(-2, keepdim=True)
         y = linear(attn.out_proj, _merge(attended))
         x = layer.self_block.leave(x, y)
-        attn = layer.cross_attn
-        q = linear(attn.q_proj, layer.cross_block.enter(x)).view(n, g, heads, dh).transpose(1, 2)
+        cross, block = _cross(layer)
+        q = linear(cross.q_proj, block.enter(x)).view(n, g, heads, dh).transpose(1, 2)
         y = _attend(q, cross_k[i], cross_v[i], src_mask)  # (N, H, g, Dh): a sentence's rows
-        x = layer.cross_block.leave(x, linear(attn.out_proj, _merge(y).view(b, 1, heads * dh)))
+        x = block.leave(x, linear(cross.out_proj, _merge(y).view(b, 1, heads * dh)))
         ffn = layer.ffn
         hidden = linear(ffn.linear1, layer.ffn_block.enter(x), "relu")
         x = layer.ffn_block.leave(x, linear(ffn.linear2, hidden))
@@ -292,7 +304,8 @@ def _export_rows(model: Transformer) -> torch.export.ExportedProgram:
         positions, length = Dim("positions", min=1, max=cfg.max_len), Dim("cache", min=1,
                                                                           max=cfg.max_len)
         buffers, src_len = Dim("slots", min=1), Dim("source", min=1)
-        dynamic = ({0: sentences, 1: group}, {}, {0: sentences, 1: group, 2: positions},
+        dynamic: tuple[Any, ...] = (
+            {0: sentences, 1: group}, {}, {0: sentences, 1: group, 2: positions},
                    [{0: buffers, 2: length}] * layers, [{0: buffers, 2: length}] * layers,
                    [{0: sentences, 2: src_len}] * layers, [{0: sentences, 2: src_len}] * layers,
                    {0: sentences, 3: src_len})
@@ -313,7 +326,8 @@ def _export_step(model: Transformer) -> torch.export.ExportedProgram:
                    zeros(source), torch.ones(1, 1, 1, source, dtype=torch.bool),
                    torch.zeros(capacity, dtype=torch.long), torch.zeros(capacity))
         length, src_len = Dim("cache", min=1, max=cfg.max_len), Dim("source", min=1)
-        dynamic = ({}, {}, {}, [{2: length}] * layers, [{2: length}] * layers,
+        dynamic: tuple[Any, ...] = (
+            {}, {}, {}, [{2: length}] * layers, [{2: length}] * layers,
                    [{2: src_len}] * layers, [{2: src_len}] * layers, {3: src_len},
                    {0: length}, {0: length})
         return torch.export.export(_Step(model), example, dynamic_shapes=dynamic)
@@ -338,7 +352,7 @@ class CompiledSteps(nn.Module):
             self._give_up("ahead-of-time compilation is not available for this platform")
         self.compiled_steps = 0  # how many steps ran compiled (for tests and benchmarks)
         self._steps: dict[tuple[str, int], Callable] = {}  # by kind and thread count
-        self._packages: dict[tuple[str, int], object] = {}
+        self._packages: dict[tuple[str, int], Any] = {}
         self._bound: dict[tuple[str, int], dict[str, Tensor]] = {}
         self._sources: dict[tuple[str, int], list[tuple[Tensor, tuple[int, int]]]] = {}
 
@@ -397,7 +411,7 @@ class CompiledSteps(nn.Module):
             if kind == "rows":
                 rows, group, layers = tgt.size(0), cache.group, cache.layers
                 slots = cache.history_slots(rows).view(rows // group, group, -1)
-                arguments = [
+                arguments: list[Any] = [
                     tgt.reshape(rows // group, group).contiguous(), torch.tensor(cache.length),
                     slots, *(c.self_k for c in layers), *(c.self_v for c in layers),
                     *(c.cross_k for c in layers), *(c.cross_v for c in layers), cache.src_mask]
@@ -450,7 +464,7 @@ class CompiledSteps(nn.Module):
 
     @staticmethod
     def _arguments(tokens: Tensor, position: Tensor, limits: Tensor, cache: DecoderCache,
-                   chosen: Tensor, chosen_lp: Tensor) -> list[Tensor]:
+                   chosen: Tensor, chosen_lp: Tensor) -> list[Any]:
         """The compiled step's flat argument list (``_Step.forward``'s, in order)."""
         layers = cache.layers
         return [tokens, position, limits, *(c.self_k for c in layers),

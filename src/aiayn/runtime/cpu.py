@@ -29,6 +29,7 @@ import functools
 import os
 import sys
 import warnings
+from typing import TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +44,7 @@ from ..model import (
 )
 from ..model.dropout import dropout
 
+M = TypeVar("M", bound=nn.Module)
 SPLIT_MAX_ROWS = 128  # above this, one large matrix product already uses every core
 ONEDNN_MIN_ROWS = 2  # from two rows on, oneDNN's product beats the split one
 ONEDNN_ROWS_HINT = 32  # the row count oneDNN lays the weight out for (any count then works)
@@ -67,7 +69,7 @@ def _onednn_ops() -> bool:
 
 def onednn_available() -> bool:
     """oneDNN products can run: the operators exist and ``torch.backends.mkldnn`` is enabled."""
-    return torch.backends.mkldnn.enabled and _onednn_ops()
+    return bool(torch.backends.mkldnn.enabled) and _onednn_ops()
 
 
 def onednn_reorder(weight: Tensor, rows_hint: int = ONEDNN_ROWS_HINT) -> Tensor:
@@ -117,6 +119,7 @@ class CpuLinear(nn.Module):
         self.key: tuple | None = None
         self.reordered: Tensor | None = None
         self.reordered_key: tuple | None = None
+        self.onednn_name = ""  # its name in a compiled step of many rows (aiayn.runtime.compiled)
 
     @property
     def blocks(self) -> int:
@@ -170,9 +173,10 @@ class CpuLinear(nn.Module):
         """One block of output features per thread, as a batched product (float32 CPU
         inference, once ``_split`` has made the blocks)."""
         blocks, d_in = self.weight_blocks, self.in_features
+        assert blocks is not None, "split_product before _split made the blocks"
         t = blocks.size(0)
         every = x.reshape(1, -1, d_in).expand(t, -1, d_in)  # (t, M, in): every block, every row
-        if self.bias is None:
+        if self.bias_blocks is None:
             y = torch.bmm(every, blocks)  # (t, M, out / t)
         else:
             y = torch.baddbmm(self.bias_blocks, every, blocks)
@@ -194,6 +198,7 @@ class CpuLinear(nn.Module):
         if key != self.reordered_key:
             self.reordered = onednn_reorder(weight.detach())
             self.reordered_key = key
+        assert self.reordered is not None
         return self.reordered
 
     def _split(self, weight: Tensor) -> Tensor | None:
@@ -286,7 +291,7 @@ class CpuFeedForward(nn.Module):
         return self.linear2(dropout(self.linear1.relu_product(x), self.dropout, self.training))
 
 
-def cpu_attention(model: nn.Module) -> nn.Module:
+def cpu_attention(model: M) -> M:
     """Replace every ``model.Attention`` of ``model`` (in place) by a ``CpuAttention``; for
     training on the CPU and for inference. Returns ``model``."""
     for parent in list(model.modules()):
@@ -296,7 +301,7 @@ def cpu_attention(model: nn.Module) -> nn.Module:
     return model
 
 
-def cpu_linears(model: nn.Module) -> nn.Module:
+def cpu_linears(model: M) -> M:
     """Replace every ``nn.Linear`` of ``model`` (in place) by a ``CpuLinear`` sharing its
     parameters; the layers named in ``PACKED`` keep a packed weight copy. Returns ``model``."""
     for parent in list(model.modules()):
@@ -306,15 +311,16 @@ def cpu_linears(model: nn.Module) -> nn.Module:
     return model
 
 
-def quantize_int8(model: nn.Module) -> nn.Module:
+def quantize_int8(model: M) -> M:
     """Dynamic int8 quantization of every ``nn.Linear`` (torch.ao.quantization.quantize_dynamic):
     weights stored as int8, activations quantized on the fly; embeddings stay float32."""
     with warnings.catch_warnings():  # torch marks the eager quantization API deprecated
         warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear},
+                                                               dtype=torch.qint8))
 
 
-def for_inference(model: nn.Module, *, int8: bool = False) -> nn.Module:
+def for_inference(model: M, *, int8: bool = False) -> M:
     """An inference copy of ``model`` for the CPU: its own module objects around the same
     parameters and buffers (``model`` itself is left as it is), in eval mode, with int8 linear
     layers or, in float32, ``CpuLinear`` products. Other devices get the model unchanged."""

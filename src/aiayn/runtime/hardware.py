@@ -59,7 +59,7 @@ class Cpu:
 
 def read_cpu(cpuinfo: Path = CPUINFO) -> Cpu:
     """This machine's CPU; empty where /proc/cpuinfo cannot be read (not Linux)."""
-    model, flags = "unknown CPU", frozenset()
+    model, flags = "unknown CPU", frozenset[str]()
     try:
         text = cpuinfo.read_text()
     except OSError:

@@ -90,7 +90,8 @@ def cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
 
 def available_cores() -> int:
     """The cores this process can run on: its affinity, capped by its cgroup's CPU quota."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
     quota = cgroup_quota()
     if quota is not None:
         cores = min(cores, max(1, math.ceil(quota)))

@@ -137,7 +137,7 @@ class Service:
         self.models = {m.name: m for m in models}
         self.settings = settings
         self.metrics = Metrics(lambda: self.batcher.depth)
-        self.batcher = Batcher({m.name: m.translator for m in models},
+        self.batcher: Batcher = Batcher({m.name: m.translator for m in models},
                                batch_tokens=settings.batch_tokens,
                                max_wait_ms=settings.max_wait_ms, queue_size=settings.queue_size,
                                on_batch=self.metrics.batch_done)
@@ -390,7 +390,7 @@ class Service:
         translator = model.translator
 
         def maps() -> dict:
-            translation = translator.translate([text])[0]
+            translation = str(translator.translate([text])[0])  # (nbest 1: a string)
             found = translator.attention(text, translation)
             return {"translation": translation, "source_tokens": found.src_tokens,
                     "target_tokens": found.tgt_tokens,
@@ -457,7 +457,8 @@ def create_app(models: list[Model], settings: Settings | None = None) -> Starlet
         route("/metrics", service.metrics_text, ["GET"]),
     ]
 
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)  # (the handler of HTTPException only)
         service.metrics.requests.labels("other", str(exc.status_code)).inc()
         return _error(exc.status_code, exc.detail)
 

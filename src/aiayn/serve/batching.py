@@ -151,7 +151,7 @@ class Batcher:
 
     @staticmethod
     def _call(job: Job) -> None:
-        if job.cancelled:
+        if job.cancelled or job.call is None:
             return
         try:
             job.resolve(job.call())

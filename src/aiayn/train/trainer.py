@@ -19,7 +19,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, cast
 
 import torch
 import torch.distributed as dist
@@ -322,7 +322,7 @@ class Schedule:
         self.tail_kept: set[float] = set()
 
     def _fit(self, step: int) -> FittedSchedule:
-        cfg, limits = self.run.cfg, []
+        cfg, limits = self.run.cfg, list[float]()
         if cfg.max_steps:
             limits.append(cfg.max_steps)
         if cfg.max_epochs:
@@ -341,6 +341,7 @@ class Schedule:
             return (f"the paper's: warmup {cfg.warmup:,} steps, peak {peak:.2g}, "
                     "inverse-square-root decay")
         how = " (re-estimated from the step time)" if cfg.max_minutes else ""
+        assert self.curve is not None  # (fitted)
         return (f"fitted to the budget: {self.curve.describe()}{how}, then the last "
                 f"{self.AVERAGE} checkpoints averaged")
 
@@ -351,12 +352,14 @@ class Schedule:
                            self.run.cfg.lr_scale)
         if self.run.cfg.max_minutes and step % self.REESTIMATE == 0:
             self.curve = self._fit(step)
+        assert self.curve is not None  # (fitted)
         return self.curve.lr(step)
 
     def keep_checkpoint(self, step: int) -> bool:
         """Whether ``step`` is one of the late steps checkpointed for the final average."""
         if not self.fitted:
             return False
+        assert self.curve is not None  # (fitted)
         if not self.run.cfg.max_minutes:  # a fixed number of steps: exactly there, resumed or not
             return any(step == round(f * self.curve.total) for f in FittedSchedule.TAIL)
         due = [f for f in FittedSchedule.TAIL
@@ -375,7 +378,7 @@ class Preemption:
 
     def __init__(self) -> None:
         self.received: int | None = None
-        self.previous: dict[int, object] = {}
+        self.previous: dict[int, Any] = {}
 
     def _handle(self, signum, frame) -> None:
         if self.received is not None:
@@ -420,9 +423,9 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         loss, nll, tokens, finite = _fitting_step(run, micro, lr, log)
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
         if finite:
-            window.add(loss, nll, tokens, sum(
-                training_flops(cfg.arch, run.model_cfg, tuple(b.src.shape), tuple(b.tgt_in.shape))
-                for b in micro))
+            flops = sum(training_flops(cfg.arch, run.model_cfg, (b.src.size(0), b.src.size(1)),
+                                       (b.tgt_in.size(0), b.tgt_in.size(1))) for b in micro)
+            window.add(loss, nll, tokens, flops)
             state.bad_steps = 0
         else:
             _skipped(run, lr, log)
@@ -465,7 +468,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
     if run.world > 1:
         dist.barrier()
     if stop == "signal":
-        name = signal.Signals(preemption.received).name
+        name = signal.Signals(preemption.received or signal.SIGTERM).name
         log(f"stopped by {name} after step {state.step}; checkpoint "
             f"{run.run_dir / 'checkpoints' / ckpt.step_name(state.step)} written: "
             "continue with --resume")
@@ -632,7 +635,7 @@ def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
     gold: list[torch.Tensor] = []
     with torch.inference_mode(), _autocast(device, cfg.precision):
         for indices in token_batches(corpus.sizes, cfg.max_tokens, seed=0, epoch=0, shuffle=False):
-            batch = corpus.collate(indices, model.cfg).to(device)
+            batch = corpus.collate(indices, cast(ModelConfig, model.cfg)).to(device)
             logits = _forward(model, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                            cfg.label_smoothing, batch.pad_id)
@@ -642,9 +645,9 @@ def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
                 predicted.append(logits[:, 0].argmax(-1))
                 gold.append(batch.tgt_out[:, 0])
     model.train()
-    nll = nll_sum / tokens
-    record = {"valid_loss": loss_sum / tokens, "valid_nll": nll,
-              "valid_ppl": math.exp(min(nll, 50))}
+    mean_nll = nll_sum / tokens
+    record = {"valid_loss": loss_sum / tokens, "valid_nll": mean_nll,
+              "valid_ppl": math.exp(min(mean_nll, 50))}
     if corpus.labels is not None:
         record.update(classification_scores(torch.cat(predicted), torch.cat(gold),
                                             len(corpus.labels)))
@@ -673,7 +676,7 @@ def evaluate_bleu(run: Run, count: int) -> float:
     outputs = translator.translate(run.valid_sources[:count],
                                    DecodeOptions(beam=1, batch_tokens=run.cfg.max_tokens))
     run.model.train()
-    return score(outputs, run.references[:count])["bleu"]
+    return score(cast("list[str]", outputs), run.references[:count])["bleu"]
 
 
 def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
