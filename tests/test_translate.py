@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from aiayn.codec import join
@@ -27,8 +28,10 @@ def test_a_sentence_past_the_limit_is_translated_in_pieces_cut_between_words(tin
     assert len(pieces) > 1 and all(len(p.ids) <= 64 for p in pieces)
     assert " ".join(p.text for p in pieces).split() == sentence.split()  # nothing dropped
     assert len(warnings) == 1 and warnings[0].startswith("line 7: a sentence of")
-    out = translator.translate([sentence], DecodeOptions(beam=1))
+    done = []
+    out = translator.translate([sentence], DecodeOptions(beam=1), on_batch=done.append)
     assert out == [join(translator.translate([p.text for p in pieces], DecodeOptions(beam=1)))]
+    assert sum(done) == pytest.approx(1)  # progress counts the line, not its pieces
     # a word longer than the model reads alone is cut between characters, not dropped
     word = "x" * 500
     assert "".join(p.text for p in translator.codec.encode_text(word)) == word

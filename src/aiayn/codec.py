@@ -42,10 +42,6 @@ class Source:
     ids: list[int]
     placeholders: tuple[str, ...] = ()
 
-    @property
-    def blank(self) -> bool:
-        return len(self.ids) <= 1
-
 
 def sentences(text: str, language: str) -> list[str]:
     """The sentences of one line of text (sentencex's rules for ``language``), stripped."""

@@ -60,11 +60,10 @@ def output_file(path: str | Path, flag: str, *inputs: str | Path | None) -> Path
     return path
 
 
-def output_directory(path: str | Path, flag: str, *inputs: str | Path | None,
-                     create: bool = False) -> Path:
+def output_directory(path: str | Path, flag: str, *inputs: str | Path | None) -> Path:
     """``path`` as a directory to write into: not a file, no file among its parents, its
-    nearest existing ancestor writable, not one of ``inputs``; with ``create`` it is made
-    (with its parents) once the checks pass."""
+    nearest existing ancestor writable, not one of ``inputs``. Its missing parents are the
+    command's to create."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise UserError(f"{flag} {path}: is a file, not a directory; name a directory to "
@@ -75,6 +74,4 @@ def output_directory(path: str | Path, flag: str, *inputs: str | Path | None,
                         "path")
     _check_not_input(path, flag, inputs)
     _check_writable(existing, flag, path)
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
     return path

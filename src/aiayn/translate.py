@@ -168,7 +168,7 @@ class Translator:
         return results
 
     def translate(self, sentences: Iterable[str], options: DecodeOptions | None = None, *,
-                  on_batch: Callable[[int], None] | None = None,
+                  on_batch: Callable[[float], None] | None = None,
                   prefixes: Iterable[str] | None = None, split_sentences: bool = False,
                   ) -> list[str] | list[list[tuple[str, float]]]:
         """Translate lines. nbest 1: one string each; else lists of (text, score).
@@ -192,8 +192,13 @@ class Translator:
             # a line's prefix starts its first sentence
             prefix_ids = [codec.encode_target(p, g[0], limit=self.cfg.max_len - 2) if k == 0
                           else [] for p, g in zip(prefixes, groups) for k in range(len(g))]
+        share = len(groups) / max(1, len(sources))  # a split line is several rows
+
+        def progress(rows: int) -> None:  # reported in lines
+            if on_batch is not None:
+                on_batch(rows * share)
         hyps = self.translate_ids([s.ids for s in sources], o, prefixes=prefix_ids,
-                                  on_batch=on_batch)
+                                  on_batch=progress)
         lines = codec.decode_lines(groups, hyps)
         if o.nbest == 1:
             return [nbest[0][0] for nbest in lines]

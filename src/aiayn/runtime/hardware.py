@@ -12,7 +12,7 @@
   timed in both precisions (about half a second) and bf16 is chosen only where it is clearly
   faster. On AMD Zen 4 and Zen 5 oneDNN's bf16 products ran at about twice the float32 rate and
   bf16 trained 1.7x faster; on an Intel Xeon with AVX512_BF16 but no AMX exposed, bf16
-  products ran at 168 GFLOP/s against float32's 240-310 (MKL), and bf16 trained at 0.65x.
+  products ran at 159-183 GFLOP/s against float32's 243-378 (MKL), and bf16 trained at 0.65x.
 
 The choice never changes results beyond the precision itself, is printed when training starts
 (``Choice.describe``), and is overridden by naming a precision. docs/design.md ("Precision

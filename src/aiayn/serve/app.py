@@ -137,10 +137,10 @@ class Service:
         self.models = {m.name: m for m in models}
         self.settings = settings
         self.metrics = Metrics(lambda: self.batcher.depth)
-        self.batcher: Batcher = Batcher({m.name: m.translator for m in models},
-                               batch_tokens=settings.batch_tokens,
-                               max_wait_ms=settings.max_wait_ms, queue_size=settings.queue_size,
-                               on_batch=self.metrics.batch_done)
+        self.batcher: Batcher = Batcher(
+            {m.name: m.translator for m in models}, batch_tokens=settings.batch_tokens,
+            max_wait_ms=settings.max_wait_ms, queue_size=settings.queue_size,
+            on_batch=self.metrics.batch_done)
         self.limiter = RateLimiter(settings.req_limit)
         self.detectors: dict[tuple[str, ...], LanguageDetector] = {}
 

@@ -1,0 +1,44 @@
+"""What `aiayn train --precision auto` sees on this CPU: its choice, and the matrix-product
+rates behind it at a few training shapes, float32 against bf16.
+
+Run it under narrower instruction sets to see the choice on other CPU kinds, e.g.
+``ONEDNN_MAX_CPU_ISA=AVX2`` (no native bf16) or ``ONEDNN_MAX_CPU_ISA=AVX512_CORE``
+(bf16 emulated). The log starts with the CPU's model and flags.
+
+    .venv/bin/python benchmarks/precision_probe.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import torch
+
+from aiayn.runtime.hardware import choose_precision, product_rate
+from aiayn.runtime.threads import use_available_cores
+
+SHAPES = [(4096, 512, 512), (4096, 512, 2048), (4096, 2048, 512), (4096, 512, 8000)]
+
+
+def main() -> None:
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    print("\n".join(line for line in lscpu.splitlines()
+                    if line.startswith(("Model name", "Flags"))))
+    use_available_cores()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, ONEDNN_MAX_CPU_ISA="
+          f"{os.environ.get('ONEDNN_MAX_CPU_ISA', 'unset')}, ATEN_CPU_CAPABILITY="
+          f"{os.environ.get('ATEN_CPU_CAPABILITY', 'unset')}")
+    start = time.perf_counter()
+    choice = choose_precision(torch.device("cpu"))
+    print(f"{choice.describe()}  [{time.perf_counter() - start:.2f} s]")
+    print("| rows x in x out | float32 GFLOP/s | bf16 GFLOP/s |\n|---|---:|---:|")
+    for shape in SHAPES:
+        rates = [product_rate(dtype, shape, seconds=0.4) for dtype in (torch.float32,
+                                                                      torch.bfloat16)]
+        print(f"| {' x '.join(map(str, shape))} | {rates[0]:.0f} | {rates[1]:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
