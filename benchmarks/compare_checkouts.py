@@ -10,7 +10,7 @@ each one's median.
   each checkout's own copy of the script): random-weight ``small`` and ``base`` models, 30
   tokens forced per sentence, float32, ``--int8`` and ``--compile``; generated tokens per
   second.
-- training: ``aiayn.train.trainer.train_step`` on the same token batches of the embedded demo
+- training: ``aiayn.train.step.train_step`` on the same token batches of the embedded demo
   corpus (prepared once; or ``--train-data``, a prepared directory), at most ``--max-tokens``
   padded tokens per batch, fp32 and bf16, with fused Adam for both checkouts and the allocator
   set as ``aiayn train`` sets it (where the checkout has that setting); target tokens per
@@ -90,7 +90,10 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
     from aiayn import ModelConfig, Transformer
     from aiayn.data.corpus import ParallelCorpus, token_batches
     from aiayn.train.recipe import TrainConfig
-    from aiayn.train.trainer import train_step
+    try:
+        from aiayn.train.step import train_step
+    except ImportError:  # a checkout from before the trainer was split
+        from aiayn.train.trainer import train_step  # type: ignore[attr-defined,no-redef]
 
     assert Path(aiayn.__file__).resolve().is_relative_to(Path(os.environ["PYTHONPATH"]))
     corpus = ParallelCorpus(data, "train")

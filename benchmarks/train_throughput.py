@@ -1,6 +1,6 @@
 """Training throughput (target tokens/s): aiayn's trainer step against two peers, each alone.
 
-- aiayn: ``aiayn.train.trainer.train_step`` (the step the trainer runs) on our Transformer.
+- aiayn: ``aiayn.train.step.train_step`` (the step the trainer runs) on our Transformer.
 - torch: a plain PyTorch loop: nn.Embedding x sqrt(d) + sinusoidal positions, nn.Transformer
   (its default dropout placement), tied output projection, F.cross_entropy with label smoothing.
 - marian: Hugging Face ``MarianMTModel`` of the same size (ReLU, scaled and tied embeddings,
@@ -71,7 +71,7 @@ def aiayn_worker(shape: dict, precision: str):
     from aiayn.data.corpus import Batch
     from aiayn.runtime.cpu import cpu_attention, reuse_freed_memory
     from aiayn.train.recipe import TrainConfig
-    from aiayn.train.trainer import train_step
+    from aiayn.train.step import train_step
 
     reuse_freed_memory()  # as `aiayn train` does on the CPU
     cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])

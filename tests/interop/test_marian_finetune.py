@@ -12,7 +12,8 @@ from aiayn.data.tokenizer import load_tokenizer
 from aiayn.errors import UserError
 from aiayn.interop.marian import import_marian
 from aiayn.train.recipe import TrainConfig
-from aiayn.train.trainer import evaluate_loss, train
+from aiayn.train.trainer import train
+from aiayn.train.validation import evaluate_loss
 from tests.conftest import losses
 from tests.interop.marian_folders import build, demo_lines
 

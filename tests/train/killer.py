@@ -25,7 +25,7 @@ import sys
 
 from aiayn.checkpoint import write as ckpt  # the module whose functions save checkpoints
 from aiayn.cli import main
-from aiayn.train import metrics, trainer
+from aiayn.train import metrics, step, trainer, validation
 
 prepare = importlib.import_module("aiayn.data.prepare")  # the module, not its function
 
@@ -68,9 +68,9 @@ def link_half_made(link, target_name):
 
 nothing = lambda *a, **k: None  # noqa: E731
 if kind == "step":
-    trainer.train_step = counted(trainer.train_step, before=nothing)
+    step.train_step = counted(step.train_step, before=nothing)
 elif kind == "validation":
-    trainer.evaluate_loss = counted(trainer.evaluate_loss, before=nothing)
+    validation.evaluate_loss = counted(validation.evaluate_loss, before=nothing)
 elif kind == "weights":
     ckpt.save_model = counted(ckpt.save_model, after=nothing)
 elif kind == "state":

@@ -123,15 +123,15 @@ def test_prepare_on_a_full_disk_leaves_nothing_and_keeps_the_old_data(tmp_path, 
 def test_a_batch_that_does_not_fit_is_retried_in_halves(toy_data, tmp_path, monkeypatch):
     import torch
 
-    from aiayn.train import trainer
-    original, sizes = trainer._forward, []
+    from aiayn.train import step
+    original, sizes = step.forward, []
 
     def small_only(net, batch):
         sizes.append(batch.src.size(0))
         if net.training and batch.src.size(0) > 8:  # (training steps; validation fits)
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return original(net, batch)
-    monkeypatch.setattr(trainer, "_forward", small_only)
+    monkeypatch.setattr(step, "forward", small_only)
     logged = []
     cfg = TrainConfig(**{**CFG.to_dict(), "max_tokens": 300})
     summary = train(toy_data, tmp_path / "run", cfg, progress=False, log=logged.append)
@@ -140,12 +140,12 @@ def test_a_batch_that_does_not_fit_is_retried_in_halves(toy_data, tmp_path, monk
 
 
 def test_a_batch_that_never_fits_says_to_lower_max_tokens(toy_data, tmp_path, monkeypatch):
-    from aiayn.train import trainer
+    from aiayn.train import step
 
     def never(net, batch):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
                            "68719476736 bytes")
-    monkeypatch.setattr(trainer, "_forward", never)
+    monkeypatch.setattr(step, "forward", never)
     with pytest.raises(UserError, match=r"step 1: a batch does not fit in cpu memory .* lower "
                                         r"--max-tokens"):
         train(toy_data, tmp_path / "run", CFG, progress=False, log=lambda *_: None)

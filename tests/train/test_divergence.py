@@ -6,8 +6,9 @@ import torch
 
 from aiayn.checkpoint import Checkpoint
 from aiayn.errors import UserError
-from aiayn.train import trainer
+from aiayn.train import step
 from aiayn.train.recipe import TrainConfig
+from aiayn.train.setup import setup
 from aiayn.train.trainer import train, validate
 from tests.conftest import FAST
 
@@ -16,7 +17,7 @@ QUIET = dict(progress=False, log=lambda *_: None)
 
 def _poison(monkeypatch, bad_calls: set[int]) -> None:
     """Make the gradient NaN on the given forward calls (1-based): the loss stays finite."""
-    forward, calls = trainer._forward, [0]
+    forward, calls = step.forward, [0]
 
     def poisoned(net, batch):
         logits = forward(net, batch)
@@ -25,7 +26,7 @@ def _poison(monkeypatch, bad_calls: set[int]) -> None:
             if calls[0] in bad_calls:
                 logits.register_hook(lambda grad: grad * float("nan"))
         return logits
-    monkeypatch.setattr(trainer, "_forward", poisoned)
+    monkeypatch.setattr(step, "forward", poisoned)
 
 
 def test_a_nan_gradient_skips_its_step_and_training_goes_on(toy_data, tmp_path, monkeypatch):
@@ -50,7 +51,7 @@ def test_too_many_in_a_row_stop_with_the_message(toy_data, tmp_path, monkeypatch
 
 
 def test_validation_survives_a_model_that_produces_nan(toy_data, tmp_path):
-    run = trainer.setup(toy_data, tmp_path / "run", TrainConfig(**FAST), resume=False,
+    run = setup(toy_data, tmp_path / "run", TrainConfig(**FAST), resume=False,
                         log=lambda *_: None)
     with torch.no_grad():
         for p in run.model.parameters():

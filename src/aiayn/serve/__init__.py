@@ -1,5 +1,6 @@
 """Serving translations over HTTP (``aiayn serve``; extra: ``pip install 'aiayn[serve]'``).
 
-``app`` holds the routes (LibreTranslate's API, aiayn's own, metrics, the page), ``batching``
-the queue and the decoding thread, ``text`` sentence splitting and HTML text nodes.
+``app`` assembles the application from ``libretranslate``'s and ``native``'s routes over one
+``service`` (the models and their ``batching`` queue and decoding thread) and ``http``'s
+plumbing; ``text`` splits sentences and finds HTML text nodes.
 """

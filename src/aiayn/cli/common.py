@@ -1,0 +1,80 @@
+"""What the commands share: progress to stderr, renamed flags, the decoding flags, reading input
+lines and writing a command's output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def log(message: str) -> None:
+    """Progress messages go to stderr; stdout carries results."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class Renamed(argparse.Action):
+    """A flag's former name: still accepted, with a warning naming the new one."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        log(f"aiayn: warning: {option_string} is now {self.new}")
+        setattr(namespace, self.dest, values)
+
+
+def add_decoding_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, action="append", metavar="DIR",
+                   help="a checkpoint directory, or a run directory (its best checkpoint); "
+                        "repeat for an ensemble of models with one vocabulary")
+    from ..decode.options import DecodeOptions
+    DecodeOptions.add_flags(p, ("beam", "lenpen", "lenpen_form", "beam_rules", "batch_tokens",
+                                "max_len_a", "max_len_b"))
+    p.add_argument("--max-tokens", dest="batch_tokens", type=int, action=Renamed,
+                   new="--batch-tokens")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    p.add_argument("--int8", action="store_true",
+                   help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
+    p.add_argument("--compile", action="store_true",
+                   help="run decoding steps as compiled code (float32, CPU; needs a C++ "
+                        "compiler, else decodes as without; the first run compiles for a "
+                        "minute or so, later ones load it): faster, see docs")
+
+
+def decode_options(args: argparse.Namespace):
+    from ..decode.options import DecodeOptions
+    return DecodeOptions.from_flags(args)
+
+
+def read_lines(path: str | None) -> list[str]:
+    """The lines of a UTF-8 file (stdin when None), as ``corpus.split_lines`` splits them:
+    every input line gets one output line."""
+    from ..data.corpus import split_lines
+    if path is None:
+        return split_lines(sys.stdin.read())
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{p}: no such file")
+    try:
+        return split_lines(p.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        line = p.read_bytes()[:err.start].count(b"\n") + 1
+        raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
+
+
+def one_line(text: str) -> str:
+    """An output that stays on its line: line breaks a translation may hold become spaces."""
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def write_output(text: str, path: str | None) -> None:
+    """A command's output: to ``path`` (checked beforehand by ``outputs.output_file``), or to
+    stdout when None."""
+    if path:
+        Path(path).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)

@@ -1,0 +1,159 @@
+"""`aiayn translate`, `score`, `evaluate`, `generate` and `classify`: the commands that run a
+trained model on text."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import cast
+
+from ..errors import UserError
+from ..outputs import output_file
+from .common import add_decoding_flags, decode_options, one_line, read_lines, write_output
+
+
+def add_translate_evaluate(sub) -> None:
+    from ..decode.options import DecodeOptions
+    p = sub.add_parser("translate", help="translate text, one sentence per line")
+    add_decoding_flags(p)
+    DecodeOptions.add_flags(p, ("nbest",), help={
+        "nbest": "print the N best translations of each sentence as index<TAB>score<TAB>text "
+                 "lines"})
+    p.add_argument("--alignments", action="store_true",
+                   help="append a TAB and Pharaoh i-j word alignments to every line")
+    p.add_argument("--prefix-file", metavar="FILE",
+                   help="one target prefix per input line (an empty line for none): each "
+                        "translation starts with it and decoding continues after it")
+    p.add_argument("--split-sentences", action="store_true",
+                   help="translate every line sentence by sentence (sentencex), as `aiayn "
+                        "serve` does paragraphs; by default only a line past the model's "
+                        "length limit is split, so that nothing is cut")
+    DecodeOptions.add_flags(p, ("sample", *DecodeOptions.SAMPLING))
+    p.add_argument("-i", "--input", metavar="FILE", help="input file (default: stdin)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(command_fn=translate_command)
+
+    p = sub.add_parser("score", help="teacher-forced log-probabilities of sentence pairs")
+    p.add_argument("--checkpoint", required=True, action="append", metavar="DIR",
+                   help="a checkpoint or run directory; repeat for an ensemble")
+    p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one a line")
+    p.add_argument("--tgt", required=True, metavar="FILE", help="target sentences, aligned")
+    DecodeOptions.add_flags(p, ("lenpen", "lenpen_form", "batch_tokens"), help={
+        "lenpen": "length penalty alpha of the normalized score",
+        "lenpen_form": "length penalty form of the normalized score",
+        "batch_tokens": "tokens per scoring batch"})
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(command_fn=score_command)
+
+    p = sub.add_parser("evaluate", help="translate and score with sacreBLEU (BLEU, chrF)")
+    add_decoding_flags(p)
+    p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one a line")
+    p.add_argument("--ref", required=True, metavar="FILE", help="reference translations")
+    p.set_defaults(command_fn=evaluate_command)
+
+
+def translate_command(args: argparse.Namespace) -> None:
+    from ..translate import load
+    options = decode_options(args)
+    if args.output:
+        output_file(args.output, "-o", args.input, args.prefix_file)
+    translator = load(args.checkpoint, device=args.device, int8=args.int8,
+                      compile=args.compile)  # fails first
+    lines = read_lines(args.input)
+    bar = None
+    if args.output:
+        from tqdm import tqdm
+        bar = tqdm(total=len(lines), unit="sent", file=sys.stderr)
+    prefixes = None
+    if args.prefix_file:
+        prefixes = read_lines(args.prefix_file)
+        if len(prefixes) != len(lines):
+            raise UserError(f"--prefix-file {args.prefix_file} has {len(prefixes)} lines but "
+                            f"the input {len(lines)}; give one prefix per line (empty for none)")
+    out = translator.translate(lines, options, on_batch=bar.update if bar else None,
+                               prefixes=prefixes, split_sentences=args.split_sentences)
+    if bar:
+        bar.close()
+    if args.nbest == 1:
+        best = cast("list[str]", out)
+        if args.alignments:
+            best = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, best)]
+        text = "".join(one_line(o) + "\n" for o in best)
+    else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
+        nbest = cast("list[list[tuple[str, float]]]", out)
+        text = "".join(f"{i}\t{s:.4f}\t{one_line(t)}\n" for i, o in enumerate(nbest)
+                       for t, s in o)
+    write_output(text, args.output)
+
+
+def score_command(args: argparse.Namespace) -> None:
+    from ..translate import load
+    options = decode_options(args)
+    if args.output:
+        output_file(args.output, "-o", args.src, args.tgt)
+    translator = load(args.checkpoint, device=args.device)
+    sources, targets = read_lines(args.src), read_lines(args.tgt)
+    if len(sources) != len(targets):
+        raise UserError(f"--src {args.src} has {len(sources)} lines but --tgt {args.tgt} "
+                        f"{len(targets)}; score needs aligned files")
+    scores = translator.score(sources, targets, options)
+    # total<TAB>per token<TAB>length-normalized, one line per pair, in input order
+    text = "".join(f"{x.total:.4f}\t{x.per_token:.4f}\t{x.normalized:.4f}\n" for x in scores)
+    write_output(text, args.output)
+
+
+def evaluate_command(args: argparse.Namespace) -> None:
+    from ..evaluate import evaluate
+    options = decode_options(args)  # flags are checked before any file is read
+    result = evaluate(args.checkpoint, read_lines(args.src), read_lines(args.ref), options,
+                      device=args.device, int8=args.int8, compile=args.compile)
+    print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
+    print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+    if "placeholders_kept" in result:
+        print(f"placeholders kept = {100 * result['placeholders_kept']:.1f}%  (of "
+              f"{result['placeholder_sentences']} sentences with placeholders)")
+
+
+def add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="continue a prompt with a decoder-only model")
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="a decoder-only checkpoint or run directory")
+    p.add_argument("prompt", help="the text to continue")
+    p.add_argument("--max-new-tokens", type=int, default=50, metavar="TOKENS",
+                   help="generate at most this many tokens (default: 50)")
+    p.add_argument("--temperature", type=float, default=1.0,
+                   help="divide the logits by this; 0 = greedy (default: 1.0)")
+    p.add_argument("--top-k", type=int, default=0, metavar="K",
+                   help="sample among the K likeliest tokens; 0 = all (default: 0)")
+    p.add_argument("--top-p", type=float, default=1.0, metavar="P",
+                   help="sample within the smallest set of tokens of probability P "
+                        "(nucleus; default: 1.0)")
+    p.add_argument("--seed", type=int, help="make the sample reproducible")
+    p.set_defaults(command_fn=generate_command)
+
+
+def generate_command(args: argparse.Namespace) -> None:
+    from ..generate import Generator
+    print(Generator.load(args.checkpoint).generate(
+        args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+        top_k=args.top_k, top_p=args.top_p, seed=args.seed))
+
+
+def add_classify(sub) -> None:
+    p = sub.add_parser("classify", help="label text with an encoder classifier")
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="a classifier (train --arch encoder --task classify) or its run")
+    p.add_argument("-i", "--input", metavar="FILE", help="one text a line (default: stdin)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(command_fn=classify_command)
+
+
+def classify_command(args: argparse.Namespace) -> None:
+    from ..classify import Classifier
+    if args.output:
+        output_file(args.output, "-o", args.input)
+    classifier = Classifier.load(args.checkpoint)
+    results = classifier.classify(read_lines(args.input))
+    text = "".join(f"{label}\t{prob:.4f}\n" for label, prob in results)  # label<TAB>probability
+    write_output(text, args.output)

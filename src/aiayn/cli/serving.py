@@ -1,0 +1,128 @@
+"""`aiayn serve`: the models over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from .common import log
+
+
+def add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="serve translations over HTTP: LibreTranslate's API, "
+                                     "aiayn's own and an attention page (needs aiayn[serve])")
+    p.add_argument("--checkpoint", action="append", required=True, metavar="[SRC-TGT=]DIR",
+                   help="a model to serve, named by its language pair (from `prepare "
+                        "--src-lang/--tgt-lang`, or given as en-es=DIR); repeat for more")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: "
+                                                       "127.0.0.1)")
+    p.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+    p.add_argument("--char-limit", type=int, default=5000, metavar="CHARS",
+                   help="characters per request (default: 5000)")
+    p.add_argument("--batch-limit", type=int, default=64, metavar="TEXTS",
+                   help="texts (q list items) or sentences per request (default: 64)")
+    p.add_argument("--max-body-bytes", type=int, default=1_000_000, metavar="BYTES",
+                   help="largest request body; larger ones get 413 (default: 1000000)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="a request waits at most this long for its translation (default: 60)")
+    p.add_argument("--batch-tokens", type=int, default=4096, metavar="TOKENS",
+                   help="source tokens gathered into one decoding round (default: 4096)")
+    p.add_argument("--max-wait-ms", type=float, default=10.0, metavar="MS",
+                   help="how long a round waits for more requests (default: 10)")
+    p.add_argument("--queue-size", type=int, default=256, metavar="REQUESTS",
+                   help="requests waiting at most; more get 503 at once (default: 256)")
+    p.add_argument("--api-keys", metavar="FILE",
+                   help="require an api_key from this file (one key a line); others get 403")
+    p.add_argument("--req-limit", type=int, default=0, metavar="PER_MINUTE",
+                   help="requests per minute per API key or client address; 0 = no limit")
+    from ..decode.options import DecodeOptions
+    DecodeOptions.add_flags(p, ("beam",), help={"beam": "beam size of LibreTranslate's routes "
+                                                        "and the default of /v1/translate's"})
+    p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
+    p.add_argument("--compile", action="store_true",
+                   help="run decoding steps as compiled code (float32, CPU; needs a C++ "
+                        "compiler)")
+    p.add_argument("--keep-freed-mib", type=int, default=256, metavar="MIB",
+                   help="freed memory the process keeps for reuse before returning it to the "
+                        "system: a bound on how far its memory grows past what decoding holds "
+                        "(default: 256; translate and train keep 1024)")
+    p.set_defaults(command_fn=serve_command)
+
+
+def _served_models(specs: list[str], int8: bool, compile: bool = False):
+    from ..checkpoint import Checkpoint
+    from ..serve.app import Model
+    from ..translate import Translator
+    models = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            name, path = "", spec
+        checkpoint = Checkpoint.open(path)
+        if name:
+            source, dash, target = name.partition("-")
+            if not (dash and source and target):
+                raise UserError(f"--checkpoint {spec!r}: name the pair as SRC-TGT=DIR, "
+                                "e.g. en-es=runs/en-es")
+        else:
+            languages = checkpoint.languages
+            if languages is None:
+                raise UserError(f"--checkpoint {path}: its language pair is unknown; name it "
+                                f"as en-es={path} (or prepare with --src-lang/--tgt-lang)")
+            source, target = languages["source"], languages["target"]
+        models.append(Model(source, target, Translator.load(checkpoint, int8=int8,
+                                                                   compile=compile)))
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise UserError(f"two --checkpoint models serve the same pair ({', '.join(names)})")
+    return models
+
+
+def serve_command(args: argparse.Namespace) -> None:
+    import logging
+
+    from ..errors import require
+    for module in ("starlette", "prometheus_client", "multipart"):
+        require(module, "serve", "serve")
+    uvicorn = require("uvicorn", "serve", "serve")
+
+    from ..serve.app import Settings, create_app
+    keys = None
+    if args.api_keys:
+        path = Path(args.api_keys)
+        if not path.is_file():
+            raise UserError(f"--api-keys {path}: no such file")
+        keys = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+        if not keys:
+            raise UserError(f"--api-keys {path}: the file holds no key")
+    for flag in ("char_limit", "batch_limit", "max_body_bytes", "batch_tokens", "queue_size",
+                 "beam"):
+        if getattr(args, flag) < 1:
+            raise UserError(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.timeout <= 0 or args.max_wait_ms < 0 or args.req_limit < 0:
+        raise UserError("--timeout must be positive; --max-wait-ms and --req-limit >= 0")
+    settings = Settings(char_limit=args.char_limit, batch_limit=args.batch_limit,
+                        max_body_bytes=args.max_body_bytes, timeout=args.timeout,
+                        batch_tokens=args.batch_tokens, max_wait_ms=args.max_wait_ms,
+                        queue_size=args.queue_size, api_keys=keys, req_limit=args.req_limit,
+                        beam=args.beam)
+    if args.keep_freed_mib < 0:
+        raise UserError("--keep-freed-mib must be >= 0")
+    from ..runtime.cpu import reuse_freed_memory
+    reuse_freed_memory(args.keep_freed_mib << 20)  # before the models load: the first call sets it
+    app = create_app(_served_models(args.checkpoint, args.int8, args.compile), settings)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    log(f"serving {', '.join(app.state.service.models)} on http://{args.host}:{args.port}/")
+    # uvicorn answers the requests in flight on SIGTERM or Ctrl-C, then raises the signal again
+    # to the handler it found; this one notes it, so that a clean stop exits with status 0
+    stopped: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stopped.append(signum))
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
+                timeout_graceful_shutdown=int(args.timeout))
+    if stopped:
+        log(f"stopped by {signal.Signals(stopped[0]).name}; every request in flight was "
+             "answered")

@@ -1,0 +1,125 @@
+"""LibreTranslate's API, so that its clients work unchanged: ``POST /translate``,
+``GET /languages``, ``GET /frontend/settings``, ``GET /health`` and ``POST /detect``, with its
+field names, status codes and ``{"error": ...}`` answers."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..decode.options import DecodeOptions
+from .http import ApiError
+from .service import Service
+from .text import html_texts, join_sentences, language_name, rebuild_html, split_sentences
+
+
+async def translate(service: Service, request: Request) -> JSONResponse:
+    values = await service.gate.fields(request)
+    q = values.get("q")
+    for name in ("q", "source", "target"):
+        if values.get(name) in (None, "", []):
+            raise ApiError(400, f"Invalid request: missing {name} parameter")
+    texts = [q] if isinstance(q, str) else q
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ApiError(400, "Invalid request: q must be a string or a list of strings")
+    if len(texts) > service.settings.batch_limit:
+        raise ApiError(400, f"Invalid request: request ({len(texts)}) exceeds text limit "
+                            f"({service.settings.batch_limit})")
+    service.check_chars(sum(len(t) for t in texts))
+    text_format = values.get("format", "text") or "text"
+    if text_format not in ("text", "html"):
+        raise ApiError(400, f"Invalid request: format must be text or html, not "
+                            f"{text_format!r}")
+    try:
+        alternatives = int(values.get("alternatives", 0) or 0)
+    except (TypeError, ValueError):
+        raise ApiError(400, "Invalid request: alternatives must be an integer") from None
+    if not 0 <= alternatives <= 10:
+        raise ApiError(400, "Invalid request: alternatives must be between 0 and 10")
+    # source auto: one detection over the request's texts together picks the model
+    model, detected = service.model_for(str(values["source"]), str(values["target"]),
+                                        "\n".join(texts))
+    nbest = 1 + alternatives
+    options = DecodeOptions(beam=max(service.settings.beam, nbest), nbest=nbest)
+
+    # every sentence of every text (or of every HTML text node), decoded together
+    plans, sentences = [], []
+    for text in texts:
+        pieces = html_texts(text) if text_format == "html" else [(True, text)]
+        nodes = [split_sentences(t, model.source) for is_text, t in pieces if is_text]
+        plans.append((pieces, nodes))
+        sentences += [s for node in nodes for line in node for s in line]
+    hyps = await service.decode(model, sentences, options)
+    results, start = [], 0
+    for pieces, nodes in plans:
+        count = sum(len(line) for node in nodes for line in node)
+        mine, start = hyps[start:start + count], start + count
+        results.append([_render(rank, pieces, nodes, mine, text_format)
+                        for rank in range(nbest)])
+    single = isinstance(q, str)
+    answer: dict[str, Any] = {"translatedText": results[0][0] if single
+                              else [r[0] for r in results]}
+    if alternatives:
+        answer["alternatives"] = results[0][1:] if single else [r[1:] for r in results]
+    if detected:
+        answer["detectedLanguage"] = detected if single else [detected] * len(texts)
+    return JSONResponse(answer)
+
+
+def _render(rank: int, pieces, nodes, translations, text_format: str) -> str:
+    """One text (or HTML document) from the rank-th translation of each of its sentences (the
+    best where a sentence has fewer)."""
+    it = iter(translations)
+    outs = []
+    for node in nodes:
+        lines = []
+        for line in node:
+            lines.append([nbest[min(rank, len(nbest) - 1)][0]
+                          for nbest in (next(it) for _ in line)])
+        outs.append(join_sentences(lines))
+    return rebuild_html(pieces, outs) if text_format == "html" else outs[0]
+
+
+async def languages(service: Service, request: Request) -> JSONResponse:
+    codes: dict[str, set[str]] = defaultdict(set)
+    for m in service.models.values():
+        codes[m.source].add(m.target)
+        codes.setdefault(m.target, set())
+    return JSONResponse([{"code": c, "name": language_name(c), "targets": sorted(t)}
+                         for c, t in sorted(codes.items())])
+
+
+async def frontend_settings(service: Service, request: Request) -> JSONResponse:
+    first = next(iter(service.models.values()))
+    keys = service.settings.api_keys is not None
+    return JSONResponse({
+        "charLimit": service.settings.char_limit, "frontendTimeout": 500,
+        "apiKeys": keys, "keyRequired": keys, "suggestions": False,
+        "filesTranslation": False, "supportedFilesFormat": [],
+        "language": {"source": {"code": first.source, "name": language_name(first.source)},
+                     "target": {"code": first.target, "name": language_name(first.target)}},
+    })
+
+
+async def health(service: Service, request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+async def detect(service: Service, request: Request) -> JSONResponse:
+    values = await service.gate.fields(request)
+    q = values.get("q")
+    if q in (None, ""):
+        raise ApiError(400, "Invalid request: missing q parameter")
+    if not isinstance(q, str):
+        raise ApiError(400, "Invalid request: q must be a string")
+    service.check_chars(len(q))
+    found = service.detector([m.source for m in service.models.values()]).detect(q)
+    return JSONResponse([{"confidence": c, "language": code} for code, c in found])
+
+
+ROUTES = [("/translate", translate, ["POST"]), ("/languages", languages, ["GET"]),
+          ("/frontend/settings", frontend_settings, ["GET"]), ("/health", health, ["GET"]),
+          ("/detect", detect, ["POST"])]

@@ -1,0 +1,86 @@
+"""aiayn's own routes: ``POST /v1/translate`` (sentences as given, beam, n-best, scores,
+alignments), ``POST /v1/attention`` (tokens and per-layer, per-head cross-attention, for the
+page), ``GET /metrics`` (Prometheus text format) and ``GET /`` (the attention page)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from ..decode.options import DecodeOptions
+from ..errors import UserError
+from .http import ApiError
+from .service import Service
+
+
+async def v1_translate(service: Service, request: Request) -> JSONResponse:
+    values = await service.gate.fields(request)
+    sentences = values.get("sentences")
+    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+        raise ApiError(400, "Invalid request: sentences must be a list of strings")
+    if len(sentences) > service.settings.batch_limit:
+        raise ApiError(400, f"Invalid request: {len(sentences)} sentences exceed the batch "
+                            f"limit ({service.settings.batch_limit})")
+    if sum(map(len, sentences)) > service.settings.char_limit:
+        raise ApiError(400, f"Invalid request: the sentences exceed the text limit "
+                            f"({service.settings.char_limit})")
+    model, _ = service.model_for(str(values.get("source", "")), str(values.get("target", "")),
+                                 "\n".join(sentences))
+    try:
+        options = DecodeOptions(beam=int(values.get("beam", service.settings.beam)),
+                                nbest=int(values.get("nbest", 1)),
+                                lenpen=float(values.get("lenpen",
+                                                        DecodeOptions.default("lenpen"))))
+    except (UserError, TypeError, ValueError) as err:
+        raise ApiError(400, f"Invalid request: {err}") from None
+    found = await service.decode(model, sentences, options)
+    out = []
+    for nbest in found:
+        (text, score), rest = nbest[0], nbest[1:]
+        entry: dict[str, Any] = {"text": text, "score": score}
+        if options.nbest > 1:
+            entry["alternatives"] = [{"text": t, "score": x} for t, x in rest]
+        out.append(entry)
+    if values.get("alignments"):
+        pairs = [(s, e["text"]) for s, e in zip(sentences, out)]
+        links = await service.run_alone(
+            model, lambda: [model.translator.align(s, t) for s, t in pairs])
+        for entry, link in zip(out, links):
+            entry["alignment"] = link
+    return JSONResponse({"model": model.name, "translations": out})
+
+
+async def v1_attention(service: Service, request: Request) -> JSONResponse:
+    values = await service.gate.fields(request)
+    text = values.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError(400, "Invalid request: missing text parameter")
+    service.check_chars(len(text))
+    model, _ = service.model_for(str(values.get("source", "")), str(values.get("target", "")),
+                                 text)
+    translator = model.translator
+
+    def maps() -> dict:
+        translation = str(translator.translate([text])[0])  # (nbest 1: a string)
+        found = translator.attention(text, translation)
+        return {"translation": translation, "source_tokens": found.src_tokens,
+                "target_tokens": found.tgt_tokens,
+                "cross": [[[[round(w, 4) for w in row] for row in head]
+                           for head in layer.tolist()] for layer in found.cross]}
+    return JSONResponse(await service.run_alone(model, maps))
+
+
+async def metrics(service: Service, request: Request) -> Response:
+    return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def page(service: Service, request: Request) -> HTMLResponse:
+    return HTMLResponse((files("aiayn.serve") / "page.html").read_text(encoding="utf-8"))
+
+
+ROUTES = [("/", page, ["GET"]), ("/v1/translate", v1_translate, ["POST"]),
+          ("/v1/attention", v1_attention, ["POST"]), ("/metrics", metrics, ["GET"])]

@@ -1,0 +1,290 @@
+"""Training's setup: the data, the model (new, from ``--init``, or resumed), the precision,
+the optimizer and the training state, gathered in a ``Run`` that the loop works with."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from .. import checkpoint as ckpt
+from ..checkpoint import Checkpoint
+from ..config import ConfigError, ModelConfig
+from ..data.corpus import ParallelCorpus, read_stats, split_lines, text_file
+from ..data.tokenizer import AnyTokenizer, load_tokenizer
+from ..errors import UserError
+from ..model import build_model
+from ..runtime import cpu
+from ..runtime.hardware import choose_precision
+from ..runtime.threads import use_available_cores
+from .metrics import MetricsLog
+from .recipe import PRECISIONS, TrainConfig
+
+
+@dataclass
+class TrainState:
+    """Where training is: optimizer steps done, the next batch of the epoch, the best
+    validation so far and how many validations since it (for patience), the steps skipped
+    for a non-finite loss or gradient, and the sums of the metrics window not yet logged."""
+
+    step: int = 0
+    epoch: int = 0
+    batch: int = 0
+    best: dict = field(default_factory=lambda: {"valid_loss": float("inf"), "step": 0})
+    bad_validations: int = 0
+    skipped: int = 0  # steps skipped for a non-finite loss or gradient
+    bad_steps: int = 0  # of them, how many in a row up to now
+    window: dict = field(default_factory=dict)  # Window.sums() at the checkpoint
+
+    def to_json(self) -> dict:
+        return {"position": {"step": self.step, "epoch": self.epoch, "batch": self.batch},
+                "best": self.best, "bad_validations": self.bad_validations,
+                "skipped": self.skipped, "bad_steps": self.bad_steps, "window": self.window}
+
+    @classmethod
+    def from_json(cls, state: dict) -> "TrainState":
+        return cls(**state["position"], best=state["best"],
+                   bad_validations=state["bad_validations"],
+                   skipped=state.get("skipped", 0), bad_steps=state.get("bad_steps", 0),
+                   window=state.get("window", {}))
+
+    def validated(self, record: dict) -> None:
+        """Count a validation: the best so far, or one more without improvement."""
+        if record["valid_loss"] < self.best["valid_loss"]:
+            self.best, self.bad_validations = {**record}, 0
+        else:
+            self.bad_validations += 1
+
+
+@dataclass
+class Run:
+    """Everything the loop works with, built by ``setup``."""
+
+    cfg: TrainConfig
+    model_cfg: ModelConfig
+    run_dir: Path
+    device: torch.device
+    rank: int
+    world: int
+    model: nn.Module
+    net: nn.Module  # the model, wrapped in DDP when there are several processes
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    train_data: ParallelCorpus
+    valid_data: ParallelCorpus | None
+    valid_sources: list[str]  # the validation pairs kept by `prepare`, as text
+    references: list[str]
+    tokenizer: AnyTokenizer
+    languages: dict[str, str] | None
+    labels: list[str] | None
+    placeholders: bool  # the data was prepared with placeholder protection
+    state: TrainState
+    metrics: MetricsLog
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def rank_and_world() -> tuple[int, int]:
+    """This process's rank and the number of processes (0, 1 without DDP)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _setup_distributed(device: torch.device) -> None:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available; use --device cpu")
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    return torch.device(name)
+
+
+def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log) -> Run:
+    """Data, model and optimizer, restored from RUN/checkpoints/last with ``resume``."""
+    device = _device(cfg.device)
+    if cfg.precision == "fp16" and device.type != "cuda":
+        raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
+    use_available_cores(cfg.threads)
+    if device.type == "cpu":
+        cpu.reuse_freed_memory()  # every step's activations and gradients reuse their pages
+    _setup_distributed(device)
+    rank, world = rank_and_world()
+
+    # 1) data and vocabulary
+    stats = read_stats(data_dir)
+    tokenizer = load_tokenizer(data_dir)
+    train_data = ParallelCorpus(data_dir, "train")
+    valid_data = ParallelCorpus(data_dir, "valid") if "valid" in stats["splits"] else None
+
+    def text(side: str) -> list[str]:  # the kept validation sentences, as text
+        return split_lines((data_dir / text_file("valid", side)).read_text(encoding="utf-8"))
+    valid_sources = text("src") if valid_data is not None else []
+    references = text("tgt") if valid_data is not None else []
+    model_cfg = (_init_config(cfg, tokenizer) if cfg.init
+                 else cfg.model_config(tokenizer.vocab_size))
+    if int(train_data.sizes.max()) > model_cfg.max_len:
+        raise UserError(f"the longest training sentence ({int(train_data.sizes.max())} tokens) "
+                        f"exceeds the model's max_len ({model_cfg.max_len}); prepare with a lower "
+                        "--max-len or raise model.max_len")
+
+    # 2) precision (once the data is known good), model and optimizer; resume restores the
+    #    latter two, the RNG and the data position
+    cfg, precision_note = _resolve_precision(cfg, device, run_dir, resume=resume)
+    torch.manual_seed(cfg.seed)
+    labels = stats.get("labels")
+    if (cfg.task == "classify") != (labels is not None):
+        raise UserError(f"{data_dir}: " + ("prepared for classification; train it with --arch "
+                                           "encoder --task classify" if labels else
+                                           "not prepared for classification; prepare it with "
+                                           "--task classify"))
+    model = build_model(cfg.arch, model_cfg,
+                        num_classes=len(labels) if labels else None).to(device)
+    if device.type == "cpu":
+        cpu.cpu_attention(model)  # the CPU's faster attention for 16-bit training
+    if cfg.init and not resume:
+        Checkpoint.open(cfg.init).load_weights(model)
+        log(f"starting from the weights of {cfg.init}")
+    # fused: one pass over each parameter's tensors (CPU and CUDA kernels): 20 against 73 ms a
+    # `base` step on the CPU (docs/benchmarks.md)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
+                                 eps=cfg.adam_eps, fused=device.type in ("cpu", "cuda"))
+    if resume and _started_without_checkpoint(run_dir):
+        log(f"{run_dir} was stopped before its first checkpoint: starting it from step 0")
+        state = TrainState()
+    elif resume:
+        if rank == 0 and (left := ckpt.remove_leftovers(run_dir)):
+            log(f"removed what an interrupted save left in {run_dir / 'checkpoints'}: "
+                f"{', '.join(left)}")
+        state = _resume(run_dir, model, optimizer, model_cfg, cfg.arch, tokenizer, log)
+        if rank == 0 and (stale := run_dir / "checkpoints" / ckpt.AVERAGED).is_dir():
+            shutil.rmtree(stale)  # (the average of where the run was; rewritten at its end)
+            log(f"removed {stale}: the run goes on, and its end writes a new average")
+    elif ckpt.list_step_checkpoints(run_dir):
+        raise UserError(f"{run_dir} already holds checkpoints; pass --resume to continue it "
+                        "or choose another --out")
+    else:
+        state = TrainState()
+    if rank == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cfg.save(run_dir / "train_config.json")
+        model_cfg.save(run_dir / "model_config.json")
+    metrics = MetricsLog(run_dir, rank == 0, tolerate_errors=cfg.on_save_error == "continue",
+                         log=log)
+    metrics.truncate_after(state.step)
+    net = DistributedDataParallel(model) if world > 1 else model
+    scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
+    if rank == 0:
+        if precision_note:
+            log(precision_note)
+        n_params = sum(p.numel() for p in model.parameters())
+        log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
+            f"{len(train_data):,} training pairs, {world} process(es) on {device}")
+    return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
+               train_data, valid_data, valid_sources, references, tokenizer,
+               stats.get("languages"), labels,
+               bool(stats.get("placeholders")), state, metrics)
+
+
+def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
+                       resume: bool) -> tuple[TrainConfig, str]:
+    """``cfg`` with ``precision`` "auto" replaced by the hardware's choice, or on ``resume`` by
+    the precision the run started with, so that it goes on exactly; and a line saying which
+    and why ("" for a precision the user named). Under DDP every process takes the first
+    one's choice."""
+    if cfg.precision != "auto":
+        return cfg, ""
+    saved = run_dir / "train_config.json"
+    if resume and saved.is_file():
+        try:
+            started = json.loads(saved.read_text()).get("precision")
+        except (OSError, ValueError, AttributeError):
+            started = None
+        if started in PRECISIONS and started != "auto":
+            return replace(cfg, precision=started), f"precision: {started} (the run's own)"
+    choice = choose_precision(device)
+    precision = choice.precision
+    if dist.is_available() and dist.is_initialized():
+        shared = [precision]
+        dist.broadcast_object_list(shared, src=0)
+        precision = shared[0]
+    return replace(cfg, precision=precision), choice.describe()
+
+
+def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
+    """The model of the checkpoint training starts from (``--init``), with the ``model``
+    overrides (dropout, say) applied; its vocabulary must be the data's."""
+    source = Checkpoint.open(cfg.init)
+    if source.arch != cfg.arch:
+        raise UserError(f"--init {cfg.init}: it holds a {source.arch} model, not "
+                        f"{cfg.arch}; pass the matching --arch")
+    if source.tokenizer.fingerprint() != tokenizer.fingerprint():
+        raise UserError(f"--init {cfg.init}: the data was prepared with another vocabulary; "
+                        f"prepare it with `aiayn prepare --tokenizer {cfg.init}`")
+    try:
+        return source.config.replace(**cfg.model)
+    except ConfigError as err:
+        raise UserError(f"--model: {err}") from None
+
+
+def _started_without_checkpoint(run_dir: Path) -> bool:
+    """A run directory that training wrote to (its configs) but that holds no checkpoint."""
+    return ((run_dir / "train_config.json").is_file() and not ckpt.list_step_checkpoints(run_dir)
+            and not (run_dir / "checkpoints" / "last").exists())
+
+
+def _resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer,
+            model_cfg: ModelConfig, arch: str, tokenizer: AnyTokenizer, log) -> TrainState:
+    """Restore weights, optimizer, RNG and training state from RUN/checkpoints/last (or, when
+    a killed process left ``last`` dangling, from the newest step checkpoint)."""
+    if (run_dir / "checkpoints" / "last" / ckpt.WEIGHTS).is_file():
+        saved = Checkpoint.open(run_dir, "last")
+    elif steps := [p for p in ckpt.list_step_checkpoints(run_dir) if (p / ckpt.WEIGHTS).is_file()]:
+        saved = Checkpoint.open(steps[-1])
+        log(f"checkpoints/last is missing; resuming from the newest checkpoint, {steps[-1].name}")
+    else:
+        raise UserError(f"--resume: {run_dir} has no checkpoint to resume from "
+                        "(checkpoints/last is missing); drop --resume to start afresh")
+    _check_resumable(saved, model_cfg, arch, tokenizer)
+    saved.load_weights(model)
+    tensors, saved_state = saved.train_state()
+    ckpt.load_optimizer(optimizer, tensors, saved_state["optimizer"])
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    state = TrainState.from_json(saved_state)
+    log(f"resuming {saved.path.name} at step {state.step} (epoch {state.epoch}, "
+        f"batch {state.batch})")
+    return state
+
+
+def _check_resumable(saved: Checkpoint, model_cfg: ModelConfig, arch: str,
+                     tokenizer: AnyTokenizer) -> None:
+    """A UserError unless the checkpoint holds this model and this vocabulary."""
+    if saved.arch != arch:
+        raise UserError(f"cannot resume {saved.path}: it is a {saved.arch} model, not "
+                        f"{arch}; use the same --arch, or a new --out")
+    old = saved.config
+    if old != model_cfg:
+        diffs = [f"{k} {v!r} -> {getattr(model_cfg, k)!r}" for k, v in old.to_dict().items()
+                 if getattr(model_cfg, k) != v]
+        raise UserError(f"cannot resume {saved.path}: the model differs ({'; '.join(diffs)}); "
+                        "use the same data and model settings, or a new --out")
+    if saved.tokenizer.fingerprint() != tokenizer.fingerprint():
+        raise UserError(f"cannot resume {saved.path}: its vocabulary differs from the data's; "
+                        "resume with the data it was trained on")

@@ -1,0 +1,117 @@
+"""One optimizer step: teacher-forced forward passes over the micro-batches, the loss, the
+backward passes, and the update, skipped when the loss or a gradient is not finite; a batch
+that does not fit in memory is retried in halves."""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from ..data.corpus import Batch
+from ..errors import UserError
+from ..model import EncoderModel, LanguageModel
+from ..runtime.hardware import choose_precision
+from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll
+from .setup import Run, rank_and_world
+
+
+def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+               micro: list[Batch], *, lr: float, cfg: TrainConfig,
+               device: torch.device) -> tuple[float, float, int, bool]:
+    """One optimizer step over the micro-batches ``micro`` (gradient accumulation).
+
+    The loss is summed over target tokens and divided by the step's token count across all
+    ranks; DDP averages gradients over ranks, hence the factor ``world``. A step whose loss or
+    gradient is not finite leaves the weights and the optimizer as they were. Returns this
+    rank's summed smoothed loss, summed NLL, target tokens, and whether the step was finite.
+    """
+    _, world = rank_and_world()
+    ddp = net if isinstance(net, DistributedDataParallel) else None
+    step_tokens = torch.tensor(float(sum(b.target_tokens for b in micro)))
+    if world > 1:
+        dist.all_reduce(step_tokens)
+    norm = world / float(step_tokens)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss_sum = nll_sum = 0.0
+    tokens = 0
+    for i, batch in enumerate(micro):
+        sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
+        with sync:
+            with autocast(device, cfg.precision):
+                logits = forward(net, batch)
+            loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
+                                           cfg.label_smoothing, batch.pad_id)
+            scaler.scale(loss * norm).backward()
+        loss_sum += loss.item()
+        nll_sum += nll.item()
+        tokens += batch.target_tokens
+    scaler.unscale_(optimizer)  # (a no-op unless fp16 loss scaling is on)
+    grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+             if p.grad is not None]
+    if cfg.clip_norm:
+        grad_norm = nn.utils.clip_grad_norm_(
+            [p for group in optimizer.param_groups for p in group["params"]], cfg.clip_norm)
+    else:
+        grad_norm = nn.utils.get_total_norm(grads)
+    finite = bool(torch.isfinite(grad_norm)) and math.isfinite(loss_sum)
+    if finite or scaler.is_enabled():  # fp16: the scaler skips such a step and lowers its scale
+        scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return loss_sum, nll_sum, tokens, finite
+
+
+def forward(net: nn.Module, batch: Batch) -> torch.Tensor:
+    """Teacher-forced logits: the translation model reads the source, the LM the target alone."""
+    module = net.module if isinstance(net, DistributedDataParallel) else net
+    if isinstance(module, LanguageModel):
+        return net(batch.tgt_in)
+    if isinstance(module, EncoderModel):  # (B, 1, classes): one prediction per text
+        return net(batch.src).logits[:, None, :]
+    return net(batch.src, batch.tgt_in)
+
+
+def autocast(device: torch.device, precision: str):
+    """The autocast context of a precision (none for float32)."""
+    if precision == "auto":  # a config used outside `train` (evaluate_loss), not yet resolved
+        precision = choose_precision(device).precision
+    dtype = autocast_dtype(precision)
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
+
+
+def fitting_step(run: Run, micro: list[Batch], lr: float,
+                  log) -> tuple[float, float, int, bool]:
+    """``train_step``; a step whose batch does not fit in memory is run again as twice as
+    many micro-batches of half the sentences (the same gradient), down to single sentences,
+    before training stops with a line that says which flag to lower."""
+    while True:
+        try:
+            return train_step(run.net, run.optimizer, run.scaler, micro, lr=lr, cfg=run.cfg,
+                              device=run.device)
+        except (torch.OutOfMemoryError, RuntimeError) as err:
+            if not _out_of_memory(err):
+                raise
+            run.optimizer.zero_grad(set_to_none=True)
+            if run.device.type == "cuda":
+                torch.cuda.empty_cache()
+            split = [half for batch in micro for half in batch.halves()]
+            if len(split) == len(micro) or run.world > 1:  # (ranks must take equal steps)
+                raise UserError(f"step {run.state.step + 1}: a batch does not fit in "
+                                f"{run.device.type} memory ({str(err).splitlines()[0]}); lower "
+                                "--max-tokens, and raise --grad-accum to keep the step's "
+                                "size") from None
+            if run.is_main:
+                log(f"step {run.state.step + 1}: out of memory; retrying as {len(split)} "
+                    "smaller micro-batches")
+            micro = split
+
+
+def _out_of_memory(err: Exception) -> bool:
+    """Whether an exception says that an allocation failed (CUDA's or the CPU allocator's)."""
+    return isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err)
