@@ -264,3 +264,15 @@ def test_a_weight_changed_in_place_reaches_the_compiled_step_of_many_rows(toy_mo
         assert [h.score for h in hyps_got] == pytest.approx([h.score for h in hyps_want],
                                                             abs=1e-5)
     assert compiled.failed is None
+
+
+def test_the_compiled_step_is_named_by_the_model_code_it_was_compiled_from(monkeypatch):
+    """A kept compilation is found again only while the model's code is the same: a change to
+    any model file names another one."""
+    from pathlib import Path
+    model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=50)))
+    before = compiled_module._package_path(model, 2)
+    read, attention = Path.read_bytes, Path(compiled_module.__file__).parents[1] / "model"
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read(self) + (
+        b"# changed" if self == attention / "attention.py" else b""))
+    assert compiled_module._package_path(model, 2) != before

@@ -97,6 +97,13 @@ class Attention(nn.Module):
                                             dropout_p=dropout_p, return_weights=return_weights)
 
 
+def merge_heads(y: Tensor) -> Tensor:
+    """The heads side by side again, Concat(head_1..head_h) (§3.2.2):
+    (B, H, T, Dh) -> (B, T, H * Dh)."""
+    b, h, t, dh = y.shape
+    return y.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O,
     head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
@@ -129,15 +136,15 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)  # W^O
         self.attend = Attention()  # Eq. 1
 
-    def _heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
-        """(B, T, parts * D) -> parts x (B, H, T, Dh)."""
+    def split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        """A projection's output into heads: (B, T, parts * D) -> parts x (B, H, T, Dh)."""
         b, t, _ = x.shape
         x = x.view(b, t, parts, self.n_heads, self.head_dim)  # (B, T, parts, H, Dh)
         return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, Dh)
 
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Cross-attention keys and values: memory (B, S, D) -> 2 x (B, H, S, Dh)."""
-        k, v = self._heads(self.kv_proj(memory), 2)
+        k, v = self.split_heads(self.kv_proj(memory), 2)
         return k, v
 
     def forward(
@@ -165,26 +172,25 @@ class MultiHeadAttention(nn.Module):
         if self.self_attention:
             if not (key is query and value is query):
                 raise ValueError("self-attention takes the same tensor as query, key and value")
-            q, k, v = self._heads(self.qkv_proj(query), 3)  # (B, H, T, Dh)
+            q, k, v = self.split_heads(self.qkv_proj(query), 3)  # (B, H, T, Dh)
             if cache is not None:
                 k, v = cache.append(layer, k, v)  # (B, H, length + T, Dh)
                 mask, is_causal = cache.causal_mask(query.size(1)), False
         elif cache is not None:
             query = cache.by_sentence(query)  # (B / g, g * T, D): a sentence's rows, one block
-            q = self._heads(self.q_proj(query), 1)[0]  # (B / g, H, g * T, Dh)
+            q = self.split_heads(self.q_proj(query), 1)[0]  # (B / g, H, g * T, Dh)
             k, v, mask = cache.memory(layer)  # (B / g, H, S, Dh)
         else:
             if key is not value or key is None:
                 raise ValueError("cross-attention takes the same tensor (memory) as key and value")
-            q = self._heads(self.q_proj(query), 1)[0]  # (B, H, T, Dh)
+            q = self.split_heads(self.q_proj(query), 1)[0]  # (B, H, T, Dh)
             k, v = self.project_kv(key)  # (B, H, S, Dh)
         # 2) attend
         dropout_p = self.dropout if self.training else 0.0
         out, weights = self.attend(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p,
                                    return_weights=return_weights)  # (B, H, T, Dh)
         # 3) merge heads
-        b, _, t, _ = out.shape
-        out = self.out_proj(out.transpose(1, 2).reshape(b, t, self.d_model))  # (B, T, D)
+        out = self.out_proj(merge_heads(out))  # (B, T, D)
         if cache is not None and not self.self_attention:
             out = cache.by_row(out)  # back to (B, T, D)
         return out, weights

@@ -86,6 +86,13 @@ class Embeddings(nn.Module):
         self.token, self.positions = token, positions
         self.scale = math.sqrt(token.embedding_dim) if scale else 1.0
 
+    def at(self, tokens: Tensor, position: Tensor) -> Tensor:
+        """Tokens (B, 1) at one position held in a tensor (0-dim int64) -> (B, 1, D), without
+        dropout: ``forward`` in inference for code that keeps the position in a tensor (the
+        compiled decoding steps over fixed buffers, ``aiayn.runtime.compiled``)."""
+        return self.token(tokens) * self.scale + self.positions.table.index_select(
+            0, position.view(1))
+
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:
         """(B, T) int64 -> (B, T, D); in bfloat16 under bfloat16 autocast (below)."""
         x = self.positions(self.token(tokens) * self.scale, offset)

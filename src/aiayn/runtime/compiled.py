@@ -53,6 +53,7 @@ from torch import Tensor, nn
 
 from ..config import ModelConfig
 from ..model import DecoderCache, DecoderLayer, MultiHeadAttention, Residual, Transformer
+from ..model.attention import merge_heads, reference_attention
 from .cpu import CpuLinear, onednn_available, onednn_linear
 
 # Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
@@ -86,15 +87,8 @@ def _cross(layer: DecoderLayer) -> tuple[MultiHeadAttention, Residual]:
 
 
 def _attend(q: Tensor, k: Tensor, v: Tensor, visible: Tensor) -> Tensor:
-    """softmax(q k^T / sqrt(Dh)) v over keys where ``visible`` (broadcast to the scores)."""
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
-    return scores.masked_fill(~visible, float("-inf")).softmax(-1) @ v
-
-
-def _merge(y: Tensor) -> Tensor:
-    """(B, H, T, Dh) -> (B, T, H * Dh)."""
-    b, h, t, dh = y.shape
-    return y.transpose(1, 2).reshape(b, t, h * dh)
+    """The model's Eq. 1 over keys where ``visible`` (broadcast to the scores)."""
+    return reference_attention(q, k, v, visible)[0]
 
 
 def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: list[Tensor],
@@ -105,22 +99,22 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
     src_mask (B, 1, 1, S) -> log-probabilities (B, V) (B = 1: one row, one sentence, whose
     cross-attention block is its own). The same computation as
     ``Transformer.decode_step`` in inference, the positions after ``position`` masked."""
-    embed, at = model.tgt_embed, position.view(1)
-    x = embed.token(tokens) * embed.scale + embed.positions.table.index_select(0, at)
+    at = position.view(1)
+    x = model.tgt_embed.at(tokens, position)  # (B, 1, D)
     visible = torch.arange(self_k[0].size(2), device=x.device) <= position  # (L,)
     for i, layer in enumerate(_decoder_layers(model)):
         attn = layer.self_attn
-        q, k, v = attn._heads(attn.qkv_proj(layer.self_block.enter(x)), 3)  # (B, H, 1, Dh)
+        q, k, v = attn.split_heads(attn.qkv_proj(layer.self_block.enter(x)), 3)  # (B, H, 1, Dh)
         self_k[i].index_copy_(2, at, k)
         self_v[i].index_copy_(2, at, v)
         # positions after this one hold zeros or stale rows from a reorder: weight 0, and
         # their values zeroed so that no stale NaN or inf reaches the sum
         values = self_v[i].masked_fill(~visible[:, None], 0.0)
-        y = attn.out_proj(_merge(_attend(q, self_k[i], values, visible)))
+        y = attn.out_proj(merge_heads(_attend(q, self_k[i], values, visible)))
         x = layer.self_block.leave(x, y)
         cross, block = _cross(layer)
-        q = cross._heads(cross.q_proj(block.enter(x)), 1)[0]  # (B, H, 1, Dh)
-        y = cross.out_proj(_merge(_attend(q, cross_k[i], cross_v[i], src_mask)))
+        q = cross.split_heads(cross.q_proj(block.enter(x)), 1)[0]  # (B, H, 1, Dh)
+        y = cross.out_proj(merge_heads(_attend(q, cross_k[i], cross_v[i], src_mask)))
         x = block.leave(x, y)
         x = layer.ffn_block.leave(x, layer.ffn(layer.ffn_block.enter(x)))
     if model.decoder.final_norm is not None:
@@ -142,8 +136,7 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
     ``Transformer.decode_step`` in inference."""
     n, g = tokens.shape
     b, t = n * g, slots.size(2)
-    embed, at = model.tgt_embed, position.view(1)
-    x = embed.token(tokens.reshape(b, 1)) * embed.scale + embed.positions.table.index_select(0, at)
+    x = model.tgt_embed.at(tokens.reshape(b, 1), position)  # (B, 1, D)
     _, heads, capacity, dh = self_k[0].shape
     # rows of a buffer viewed as (slots * H * L, Dh): each row's history in (B, H, t) order
     # (as ``DecoderCache._history_index`` makes it for the eager step), and where this step's
@@ -154,7 +147,7 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
     new = ((torch.arange(b).view(b, 1, 1) * heads + heads_at) * capacity + position).reshape(-1)
     for i, layer in enumerate(_decoder_layers(model)):
         attn = layer.self_attn
-        q, k, v = attn._heads(linear(attn.qkv_proj, layer.self_block.enter(x)), 3)  # (B, H, 1, Dh)
+        q, k, v = attn.split_heads(linear(attn.qkv_proj, layer.self_block.enter(x)), 3)
         self_k[i].view(-1, dh).index_copy_(0, new, k.reshape(-1, dh))
         self_v[i].view(-1, dh).index_copy_(0, new, v.reshape(-1, dh))
         # written as elementwise products and sums, not matrix products, so that Inductor
@@ -164,12 +157,12 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
         values = self_v[i].view(-1, dh)[history].view(b, heads, t, dh)
         scores = (q * keys).sum(-1, keepdim=True).transpose(-2, -1) * (1.0 / math.sqrt(dh))
         attended = (scores.softmax(-1).transpose(-2, -1) * values).sum(-2, keepdim=True)
-        y = linear(attn.out_proj, _merge(attended))
+        y = linear(attn.out_proj, merge_heads(attended))
         x = layer.self_block.leave(x, y)
         cross, block = _cross(layer)
         q = linear(cross.q_proj, block.enter(x)).view(n, g, heads, dh).transpose(1, 2)
         y = _attend(q, cross_k[i], cross_v[i], src_mask)  # (N, H, g, Dh): a sentence's rows
-        x = block.leave(x, linear(cross.out_proj, _merge(y).view(b, 1, heads * dh)))
+        x = block.leave(x, linear(cross.out_proj, merge_heads(y).view(b, 1, heads * dh)))
         ffn = layer.ffn
         hidden = linear(ffn.linear1, layer.ffn_block.enter(x), "relu")
         x = layer.ffn_block.leave(x, linear(ffn.linear2, hidden))
@@ -269,7 +262,8 @@ def _package_path(model: Transformer, threads: int, kind: str = "step") -> Path:
                  torch.backends.cpu.get_cpu_capability(), sorted(INDUCTOR_OPTIONS.items()),
                  sorted((n, tuple(t.shape), str(t.dtype)) for n, t in _weights(model).items())):
         key.update(repr(part).encode())
-    for source in sorted([here / "compiled.py", here / "cpu.py", *(here / "model").glob("*.py")]):
+    model_files = (here.parent / "model").glob("*.py")
+    for source in sorted([here / "compiled.py", here / "cpu.py", *model_files]):
         key.update(source.read_bytes())
     return Path(cache_dir()) / "aiayn-steps" / f"{kind}-{key.hexdigest()[:24]}.pt2"
 
