@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,11 @@ from aiayn import ModelConfig
 from aiayn.runtime import hardware
 
 VOCAB = 40
+
+# Decoding in tests (here and in the commands they start) takes the eager steps unless a test
+# asks for the compiled ones: the default would build every toy model's steps in the
+# background (tests/decode/test_compiled.py tests that default).
+os.environ.setdefault("AIAYN_COMPILE", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -170,7 +170,8 @@ def test_blocked_top_k_equals_torch_topk(rows, vocab, k):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
 @pytest.mark.parametrize("keep,applied", [("0", "True"), ("1", "False")])
 def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
-    # how many page faults they save is machine-dependent: benchmarks/malloc_faults.py
+    # how many page faults they save is machine-dependent: docs/design.md, "Experiments behind
+    # the decisions"
     script = "from aiayn.runtime.cpu import reuse_freed_memory as r; print(r(), r())"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env={**os.environ, "AIAYN_KEEP_MALLOC": keep}, check=True).stdout

@@ -27,7 +27,7 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
 
 def evaluate(checkpoint: str | Path | list, sources: list[str], references: list[str],
              options: DecodeOptions | None = None, *, device: str = "cpu",
-             int8: bool = False, compile: bool = False) -> dict:
+             int8: bool = False, compile: bool | None = None) -> dict:
     """Translate ``sources`` with the checkpoint (several: an ensemble) and score against
     ``references``."""
     if len(sources) != len(references):

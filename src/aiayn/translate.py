@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -33,11 +34,13 @@ from .decode.search import (
 from .errors import UserError
 from .model import Transformer
 from .runtime import cpu
-from .runtime.compiled import CompiledSteps
+from .runtime.compiled import CompiledSteps, auto_compile
 from .runtime.threads import use_available_cores
 
 if TYPE_CHECKING:
     from .inspect import AttentionMaps
+
+_SAID: set[str] = set()  # lines about the decoding path, said once per process
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,17 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | Path | Checkpoint | list, *, device: str = "cpu",
-             int8: bool = False, compile: bool = False) -> "Translator":
+             int8: bool = False, compile: bool | None = None) -> "Translator":
         """Load from a checkpoint directory or a run directory (its average, else best, else
         last checkpoint) or an opened ``Checkpoint``; several make an ensemble
         (``aiayn.decode.ensemble``), which needs one vocabulary.
 
         ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
-        ``compile``: decoding steps run as compiled code (``aiayn.runtime.compiled``; float32, CPU).
+        ``compile``: decoding steps run as compiled code (``aiayn.runtime.compiled``; float32,
+        CPU). None (the default): where the machine can (``auto_compile``: a C++ compiler,
+        float32 on the CPU), each step kind built in the background the first time a model
+        shape decodes, eager steps meanwhile; True: compiled in this process before the first
+        step that needs it; False: eager steps.
         """
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
@@ -106,8 +113,14 @@ class Translator:
             use_available_cores()  # one thread per core this process may use
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages
             models = [cpu.for_inference(m, int8=int8) for m in models]
+        background = compile is None
+        if compile is None:
+            compile, why = auto_compile(device, int8)
+            if why and why not in _SAID:
+                _SAID.add(why)
+                print(f"aiayn: {why}", file=sys.stderr)
         if compile:
-            models = [CompiledSteps(m) for m in models]
+            models = [CompiledSteps(m, background=background) for m in models]
         model = models[0] if len(models) == 1 else Ensemble(models)
         languages = checkpoints[0].languages or {"source": "en"}
         return cls(model.to(device), checkpoints[0].tokenizer, placeholders=protect,
@@ -266,7 +279,8 @@ class Translator:
             tgt_ids = self.translate_ids([encoded.ids])[0][0].tokens
         else:
             tgt_ids = self.codec.encode_target(target, encoded)
-        return attention_maps(self.model, self.tokenizer, encoded.ids, tgt_ids)
+        model = self.model.model if isinstance(self.model, CompiledSteps) else self.model
+        return attention_maps(model, self.tokenizer, encoded.ids, tgt_ids)  # (the model's own)
 
     def align(self, source: str, translation: str) -> str:
         """Pharaoh 'i-j' word alignments of a translation, from cross-attention."""
@@ -277,6 +291,6 @@ class Translator:
 
 
 def load(path: str | Path | Checkpoint | list, *, device: str = "cpu", int8: bool = False,
-         compile: bool = False) -> Translator:
+         compile: bool | None = None) -> Translator:
     """Load a translator from a checkpoint or run directory (several: an ensemble)."""
     return Translator.load(path, device=device, int8=int8, compile=compile)

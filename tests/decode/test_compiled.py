@@ -3,6 +3,7 @@ log-probabilities, same beams, batch invariance, and eager decoding where compil
 unavailable."""
 
 import shutil
+import time
 from dataclasses import replace
 
 import pytest
@@ -240,15 +241,16 @@ def test_translate_compile_flag_gives_the_same_output(toy_model, tmp_path, capsy
     assert outputs[0] == outputs[1] and len(outputs[0].splitlines()) == 5
 
 
-def test_without_torch_compile_the_model_warns_at_once_and_decodes_eagerly(monkeypatch):
+def test_without_torch_compile_the_model_warns_once_and_decodes_eagerly(monkeypatch, tmp_path):
     monkeypatch.setattr(torch._dynamo, "is_dynamo_supported", lambda: False)  # no export
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # nothing compiled there
     model = for_inference(Transformer(ModelConfig.preset("tiny", vocab_size=40)))
     warnings = []
     compiled = CompiledSteps(model, warn=warnings.append)
-    assert len(warnings) == 1 and "not available" in warnings[0]
     src = random_tokens(1, 6)
     assert greedy_search(compiled, src)[0].tokens == greedy_search(model, src)[0].tokens
     assert compiled.compiled_steps == 0 and len(warnings) == 1
+    assert "unavailable (RuntimeError: Dynamo does not support Python" in warnings[0]
 
 
 def test_a_weight_changed_in_place_reaches_the_compiled_step_of_many_rows(toy_model):
@@ -276,3 +278,60 @@ def test_the_compiled_step_is_named_by_the_model_code_it_was_compiled_from(monke
     monkeypatch.setattr(Path, "read_bytes", lambda self: read(self) + (
         b"# changed" if self == attention / "attention.py" else b""))
     assert compiled_module._package_path(model, 2) != before
+
+
+def test_by_default_decoding_builds_its_steps_in_the_background_and_decodes_meanwhile(
+        monkeypatch, tmp_path):
+    """Without a flag, a model shape whose steps are not on disk decodes eagerly while a
+    separate process builds them; once they are there, the same model decodes compiled,
+    with the eager steps' results."""
+    monkeypatch.delenv("AIAYN_COMPILE")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # (and the builder's)
+    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre")
+    model = for_inference(Transformer(cfg))
+    assert compiled_module.auto_compile("cpu", False) == (True, "")
+    steps = CompiledSteps(model, background=True, warn=pytest.fail)
+    steps.RECHECK = 0.0
+    src = random_tokens(1, 8, vocab=50)
+    eager = greedy_search(model, src)[0]
+    meanwhile = greedy_search(steps, src)[0]
+    assert meanwhile.tokens == eager.tokens and steps.compiled_steps == 0
+    path = compiled_module._package_path(model, torch.get_num_threads())
+    for _ in range(600):  # the builder: a fresh process, a cold cache
+        if path.exists() and not path.with_suffix(".building").exists():
+            break
+        time.sleep(0.5)
+    assert path.exists(), path.with_suffix(".log").read_text()
+    assert "built" in path.with_suffix(".log").read_text()
+    compiled = greedy_search(steps, src)[0]
+    assert compiled.tokens == eager.tokens and steps.compiled_steps > 0
+    assert compiled.score == pytest.approx(eager.score, abs=1e-5)
+
+
+def test_without_a_compiler_the_default_decodes_eagerly_and_says_so_once(
+        tiny_checkpoint, monkeypatch, capsys):
+    monkeypatch.delenv("AIAYN_COMPILE")
+    monkeypatch.setattr(compiled_module, "cxx_compiler", lambda: None)
+    first = Translator.load(tiny_checkpoint)
+    Translator.load(tiny_checkpoint)
+    assert not isinstance(first.model, CompiledSteps)
+    said = capsys.readouterr().err
+    assert said.count("no C++ compiler found") == 1 and "--no-compile" in said
+    assert compiled_module.auto_compile("cpu", True) == (False, "")  # int8: eager, no word
+    monkeypatch.setenv("AIAYN_COMPILE", "0")
+    assert compiled_module.auto_compile("cpu", False) == (False, "")
+
+
+def test_a_translator_with_compiled_steps_scores_aligns_and_draws_attention_as_without(
+        tiny_checkpoint):
+    compiled, eager = Translator.load(tiny_checkpoint, compile=True), Translator.load(
+        tiny_checkpoint, compile=False)
+    assert isinstance(compiled.model, CompiledSteps)
+    source, target = "alpha beta gamma", "delta epsilon"
+    want, got = eager.attention(source, target), compiled.attention(source, target)
+    assert got.tgt_tokens == want.tgt_tokens
+    for a, b in zip(got.cross, want.cross):
+        torch.testing.assert_close(a, b)
+    assert compiled.align(source, target) == eager.align(source, target)
+    assert compiled.score([source], [target])[0].total == pytest.approx(
+        eager.score([source], [target])[0].total, abs=1e-4)

@@ -39,10 +39,7 @@ def add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("--int8", action="store_true",
                    help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
-    p.add_argument("--compile", action="store_true",
-                   help="run decoding steps as compiled code (float32, CPU; needs a C++ "
-                        "compiler, else decodes as without; the first run compiles for a "
-                        "minute or so, later ones load it): faster, see docs")
+    add_compile_flag(p)
 
 
 def decode_options(args: argparse.Namespace):
@@ -78,3 +75,13 @@ def write_output(text: str, path: str | None) -> None:
         Path(path).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+def add_compile_flag(p: argparse.ArgumentParser) -> None:
+    """``--compile`` / ``--no-compile``; neither: compiled decoding steps where the machine
+    can run them (``aiayn.runtime.compiled.auto_compile``)."""
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="compiled decoding steps (float32, CPU, a C++ compiler). By default "
+                        "they run where the machine can, each model shape built once in the "
+                        "background (about a minute) while the eager steps decode; --compile "
+                        "builds them in this process first, --no-compile decodes eagerly")

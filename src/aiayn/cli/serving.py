@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from .common import log
+from .common import add_compile_flag, log
 
 
 def add_serve(sub) -> None:
@@ -42,9 +42,7 @@ def add_serve(sub) -> None:
     DecodeOptions.add_flags(p, ("beam",), help={"beam": "beam size of LibreTranslate's routes "
                                                         "and the default of /v1/translate's"})
     p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
-    p.add_argument("--compile", action="store_true",
-                   help="run decoding steps as compiled code (float32, CPU; needs a C++ "
-                        "compiler)")
+    add_compile_flag(p)
     p.add_argument("--keep-freed-mib", type=int, default=256, metavar="MIB",
                    help="freed memory the process keeps for reuse before returning it to the "
                         "system: a bound on how far its memory grows past what decoding holds "
@@ -52,7 +50,7 @@ def add_serve(sub) -> None:
     p.set_defaults(command_fn=serve_command)
 
 
-def _served_models(specs: list[str], int8: bool, compile: bool = False):
+def _served_models(specs: list[str], int8: bool, compile: bool | None = None):
     from ..checkpoint import Checkpoint
     from ..serve.app import Model
     from ..translate import Translator

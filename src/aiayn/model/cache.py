@@ -132,7 +132,8 @@ class DecoderCache:
     def _gather(self, name: str, buffer: Tensor, index: Tensor, end: int) -> Tensor:
         """The rows ``index`` of ``buffer`` as (B, H, end, Dh), in a scratch buffer that all
         layers share: written and read while it is still in the processor's caches, where a
-        reordered copy of each layer's whole buffer came back from memory (docs/benchmarks.md)."""
+        reordered copy of each layer's whole buffer came back from memory (docs/design.md,
+        "Decoding")."""
         _, heads, _, head_dim = buffer.shape
         scratch = self._scratch.get(name)
         if scratch is None or scratch.numel() < index.numel() * head_dim:
@@ -186,7 +187,7 @@ class DecoderCache:
         and position, the slot that holds them, and each layer's ``append`` gathers them from
         there for its attention. A beam search thereby reads each layer's buffers once a step
         instead of also copying them into a new order, and the copy it reads is still in the
-        processor's cache (docs/benchmarks.md). Code that reads the buffers directly calls
+        processor's cache (docs/design.md, "Decoding"). Code that reads the buffers directly calls
         ``gather_pending`` first."""
         new_rows = self.src_rows.index_select(0, indices)
         if self.ancestry is None:

@@ -1,7 +1,8 @@
 """Dropout (§5.4) with cheaper masks on CPU.
 
 On CPU, ``torch.nn.functional.dropout`` draws one Bernoulli sample per element, a sizeable part
-of a training step (docs/benchmarks.md). Here the mask comes from 16 random bits per element,
+of a training step (docs/design.md, "Experiments behind the decisions"). Here the mask
+comes from 16 random bits per element,
 drawn as 64-bit words from torch's generator (so ``torch.manual_seed`` still governs it): the
 keep test ``bits >= p * 2^16`` has the exact probability for any p that is a multiple of 2^-16
 and is off by less than 2^-16 otherwise. The keep test writes the mask as 0 and 1 in the

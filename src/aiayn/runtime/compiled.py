@@ -32,18 +32,26 @@ its results equal the eager step's to float32 rounding (tested within 1e-5).
   platform), the first step warns once and every step runs eagerly: same results, slower.
 
 Why each pays, and why compiled ahead of time rather than through ``torch.compile``:
-docs/benchmarks.md ("The compiled one-sentence step", "The step compiled ahead of time",
-"Compiled steps of many rows") and docs/design.md.
+docs/design.md ("Speed lives beside the model", "Experiments behind the decisions"), and the
+sections "The compiled one-sentence step", "The step compiled ahead of time" and "Compiled
+steps of many rows" of docs/benchmarks.md at commit c60e5eb.
 """
 
 from __future__ import annotations
 
+import getpass
 import hashlib
+import importlib.util
+import json
 import math
 import os
 import platform
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -56,23 +64,73 @@ from ..model import DecoderCache, DecoderLayer, MultiHeadAttention, Residual, Tr
 from ..model.attention import merge_heads, reference_attention
 from .cpu import CpuLinear, onednn_available, onednn_linear
 
-# Inductor settings for the step (measured: docs/benchmarks.md). The step's inputs always have
-# the strides they were compiled for (the cache's own contiguous buffers), so the generated
-# wrapper's ~100 stride checks a call are left out; and every result of more than two
-# operations is written out once instead of being recomputed inside the loops that read it:
-# without that a normalized row is recomputed for every weight row of the product after it.
+# Inductor settings for the step (measured: docs/design.md, "Speed lives beside the model").
+# The step's inputs always have the strides they were compiled for (the cache's own contiguous
+# buffers), so the generated wrapper's ~100 stride checks a call are left out; and every result
+# of more than two operations is written out once instead of being recomputed inside the loops
+# that read it: without that a normalized row is recomputed for every weight row of the
+# product after it.
 INDUCTOR_OPTIONS = {"size_asserts": False, "realize_opcount_threshold": 2}
 
 
 def compile_available() -> bool:
-    """Whether this PyTorch can compile ahead of time here (``torch.export`` and AOTInductor
-    exist and Dynamo supports this Python); a missing C++ compiler shows only at the first
-    compilation."""
+    """Whether this PyTorch can compile ahead of time here (``torch.export``, Inductor and the
+    AOTInductor loader exist), seen without importing Inductor (a second's import that a
+    process loading its compiled steps from disk does not need); whether Dynamo supports this
+    Python and a C++ compiler works shows at the first compilation."""
+    return (hasattr(torch, "export") and hasattr(torch._C, "_aoti")
+            and importlib.util.find_spec("torch._inductor") is not None)
+
+
+def _cache_root() -> Path:
+    """Inductor's cache directory (``TORCHINDUCTOR_CACHE_DIR``, else its default in the
+    temporary directory), found as Inductor finds it without importing it."""
+    named = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if named:
+        return Path(named).resolve()
     try:
-        return (hasattr(torch, "export") and hasattr(torch._inductor, "aoti_compile_and_package")
-                and torch._dynamo.is_dynamo_supported())
-    except (AttributeError, RuntimeError):
-        return False
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    return Path(tempfile.gettempdir()) / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
+
+
+def _load_package(path: Path) -> Any:
+    """The compiled library of a package, by AOTInductor's loader itself (``run`` on a flat
+    list of tensors, ``get_constant_fqns``, ``load_constants``), without importing Inductor."""
+    loader = getattr(torch._C._aoti, "AOTIModelPackageLoader", None)
+    if loader is None:  # another PyTorch: through Inductor's own wrapper
+        return torch._inductor.aoti_load_package(str(path)).loader
+    return loader(str(path), "model", False, 1, -1)
+
+
+def cxx_compiler() -> str | None:
+    """The C++ compiler Inductor would call (``CXX``, else g++, c++ or clang++ on the path),
+    or None."""
+    named = os.environ.get("CXX")
+    if named:
+        return shutil.which(named) or (named if Path(named).is_file() else None)
+    return next((found for name in ("g++", "c++", "clang++") if (found := shutil.which(name))),
+                None)
+
+
+def auto_compile(device: str, int8: bool) -> tuple[bool, str]:
+    """Whether decoding takes the compiled steps when no flag says (``aiayn translate``,
+    ``evaluate``, ``serve`` and ``aiayn.load`` without ``--compile`` or ``--no-compile``),
+    and, when it does not on a CPU where it could, why in one line ("" where nothing needs
+    saying). The compiled steps are float32 CPU steps: int8 and other devices decode eagerly;
+    ``AIAYN_COMPILE=0`` turns the default off."""
+    if device != "cpu" or int8 or os.environ.get("AIAYN_COMPILE", "").lower() in (
+            "0", "off", "no", "false"):
+        return False, ""
+    if not compile_available():
+        return False, ("decoding with the eager step: this PyTorch cannot compile ahead of "
+                       "time here")
+    if cxx_compiler() is None:
+        return False, ("decoding with the eager step: no C++ compiler found (install g++ "
+                       "for compiled decoding steps, faster on the CPU; --no-compile "
+                       "silences this)")
+    return True, ""
 
 
 def _decoder_layers(model: Transformer) -> list[DecoderLayer]:
@@ -255,7 +313,6 @@ def _weights(step: nn.Module) -> dict[str, Tensor]:
 def _package_path(model: Transformer, threads: int, kind: str = "step") -> Path:
     """Where the compiled step of this kind ("step": one row, "rows": many) and shape is kept:
     named by everything it depends on."""
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
     here = Path(__file__).resolve().parent
     key = hashlib.sha256()
     for part in (kind, repr(model.cfg), threads, torch.__version__, platform.machine(),
@@ -265,12 +322,14 @@ def _package_path(model: Transformer, threads: int, kind: str = "step") -> Path:
     model_files = (here.parent / "model").glob("*.py")
     for source in sorted([here / "compiled.py", here / "cpu.py", *model_files]):
         key.update(source.read_bytes())
-    return Path(cache_dir()) / "aiayn-steps" / f"{kind}-{key.hexdigest()[:24]}.pt2"
+    return _cache_root() / "aiayn-steps" / f"{kind}-{key.hexdigest()[:24]}.pt2"
 
 
 def _compile_package(model: Transformer, path: Path, kind: str = "step") -> None:
     """Export the step of ``kind`` with symbolic sizes, compile it without its weights and
     write the package to ``path``."""
+    if not torch._dynamo.is_dynamo_supported():
+        raise RuntimeError(f"Dynamo does not support Python {platform.python_version()}")
     program = _export_rows(model) if kind == "rows" else _export_step(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
@@ -332,15 +391,23 @@ class CompiledSteps(nn.Module):
     the searches whose steps return log-probabilities.
 
     ``warn`` receives the one-line reason when compilation fails (default: standard error).
+    With ``background`` (the default of the commands, ``auto_compile``) a step not yet
+    compiled for this model's shape is built by a separate low-priority process that
+    writes it where every later process finds it, and until it is there the steps run
+    eagerly (same results); the process goes on when this one ends, so a short first run
+    does not wait for it. Without, the first step compiles in this process (``--compile``).
     """
 
     returns_log_probs = True
+    RECHECK = 1.0  # seconds between looks for a step being built in the background
 
-    def __init__(self, model: Transformer, *,
-                 warn: Callable[[str], None] | None = None) -> None:
+    def __init__(self, model: Transformer, *, warn: Callable[[str], None] | None = None,
+                 background: bool = False) -> None:
         super().__init__()
         self.model, self.cfg = model, model.cfg
         self.warn = warn or (lambda msg: print(f"aiayn: warning: {msg}", file=sys.stderr))
+        self.background = background
+        self.building: dict[tuple[str, int], tuple[Path, float]] = {}  # path, next look
         self.failed: str | None = None
         if not compile_available():
             self._give_up("ahead-of-time compilation is not available for this platform")
@@ -350,20 +417,37 @@ class CompiledSteps(nn.Module):
         self._bound: dict[tuple[str, int], dict[str, Tensor]] = {}
         self._sources: dict[tuple[str, int], list[tuple[Tensor, tuple[int, int]]]] = {}
 
-    def _compiled(self, kind: str = "step") -> Callable:
+    def _compiled(self, kind: str = "step") -> Callable | None:
         """The compiled step of ``kind`` ("step": one row, "rows": many) at the current thread
         count (generated loops are split among a fixed number of threads), compiled or loaded
-        from disk the first time, with this model's weights bound."""
+        from disk the first time, with this model's weights bound; None while it is being
+        built in the background."""
         key = (kind, torch.get_num_threads())
         if key not in self._steps:
-            path = _package_path(self.model, key[1], kind)
+            if key in self.building:
+                path, look = self.building[key]
+                if time.monotonic() < look:
+                    return None
+                if not path.exists():
+                    self._check_build(path)
+                    self.building[key] = (path, time.monotonic() + self.RECHECK)
+                    return None
+                del self.building[key]
+            else:
+                path = _package_path(self.model, key[1], kind)
             if not path.exists():
+                if self.background:
+                    if not self._check_build(path):
+                        return None
+                    self._build_in_background(kind, key[1], path)
+                    self.building[key] = (path, time.monotonic() + self.RECHECK)
+                    return None
                 _compile_package(self.model, path, kind)
-            self._packages[key] = torch._inductor.aoti_load_package(str(path))
+            self._packages[key] = _load_package(path)
             self._bind(key)
-            # the loader's own entry point: a flat list of tensors in, one out (the package's
+            # the loader's own entry point: a flat list of tensors in, one out (a package's
             # __call__ would parse its argument structure anew at every step)
-            self._steps[key] = self._packages[key].loader.run
+            self._steps[key] = self._packages[key].run
         elif kind == "rows" and any((w._version, w.data_ptr()) != made
                                     for w, made in self._sources[key]):
             self._bind(key)  # a weight changed since: its oneDNN copy is made again
@@ -379,12 +463,54 @@ class CompiledSteps(nn.Module):
         # the library reads these tensors where they are, so they are kept alive here
         # (the model's weights may be updated in place, not replaced)
         self._bound[key] = bound
-        package.load_constants(bound, check_full_update=True, user_managed=True)
+        try:  # (constants, use_inactive, check_full_update, user_managed[, allow_h2d_copy])
+            package.load_constants(bound, False, True, True, False)
+        except TypeError:  # a loader without the last argument
+            package.load_constants(bound, False, True, True)
         if key[0] == "rows":  # what the oneDNN copies were made from, checked at each step
             self._sources[key] = [
                 (layer.weight, (layer.weight._version, layer.weight.data_ptr()))
                 for layer in step.model.modules()
                 if isinstance(layer, CpuLinear) and f"onednn.{layer.onednn_name}" in bound]
+
+    def _check_build(self, path: Path) -> bool:
+        """False, and decoding eagerly from now on, where a build of ``path`` failed (its
+        ``.failed`` file says why, for every later process too)."""
+        failed = path.with_suffix(".failed")
+        if not failed.exists():
+            return True
+        if self.failed is None:
+            self._give_up(f"{failed.read_text().strip()}; remove {failed} to try again")
+        return False
+
+    def _build_in_background(self, kind: str, threads: int, path: Path) -> None:
+        """Start the process that compiles the step of ``kind`` into ``path``, unless one is at
+        it already (a lock file beside it, taken over when older than ``BUILD_TIMEOUT``)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = path.with_suffix(".building")
+        try:
+            if lock.exists() and time.time() - lock.stat().st_mtime > BUILD_TIMEOUT:
+                lock.unlink(missing_ok=True)  # a build that died
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return  # another process builds it; this one finds it when it is there
+        except OSError as err:
+            self._give_up(f"cannot write to {path.parent}: {err.strerror}")
+            return
+        os.close(fd)
+        spec = {"config": self.cfg.to_dict(), "kind": kind, "threads": threads,
+                "path": str(path), "lock": str(lock)}
+        log = path.with_suffix(".log").open("w")
+        subprocess.Popen(
+            [sys.executable, "-c", "from aiayn.runtime.compiled import build_main; build_main()",
+             json.dumps(spec)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True, cwd=path.parent)
+        log.close()
+        if not _announced:
+            _announced.append(kind)
+            print(f"aiayn: compiling the decoding steps for this model's shape in the background "
+                  f"(once per shape, about a minute; kept in {path.parent}); decoding goes on "
+                  "meanwhile without them", file=sys.stderr)
 
     def _give_up(self, reason: str) -> None:
         """Decode eagerly from now on, and say why once."""
@@ -416,13 +542,15 @@ class CompiledSteps(nn.Module):
                     tgt.clone(), torch.tensor(cache.length), torch.tensor([0, capacity]), cache,
                     torch.empty(capacity, dtype=torch.long), torch.empty(capacity))
             try:
-                out, = self._compiled(kind)(arguments)
+                step = self._compiled(kind)
+                out, = step(arguments) if step is not None else (None,)
             except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
                 self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
             else:
-                cache.length += 1
-                self.compiled_steps += 1
-                return out[:, None]
+                if out is not None:
+                    cache.length += 1
+                    self.compiled_steps += 1
+                    return out[:, None]
         return self.model.decode_step(tgt, cache).float().log_softmax(-1)
 
     def greedy_sentence(self, src: Tensor, *, max_len: int, min_len: int
@@ -443,6 +571,8 @@ class CompiledSteps(nn.Module):
         eos = self.cfg.eos_id
         try:
             step = self._compiled()
+            if step is None:  # being built in the background
+                return None
             for length in range(1, max_len + 1):  # EOS at the limit at the latest
                 step(arguments)
                 if tokens.item() == eos:
@@ -491,3 +621,39 @@ def _first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message, at most 200 characters."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return (lines[0] if lines else "")[:200]
+
+
+BUILD_TIMEOUT = 1800  # seconds after which a build's lock is taken to be left by a dead one
+_announced: list[str] = []  # the background build is announced once per process
+
+
+def build_main() -> None:
+    """The background builder (``CompiledSteps._build_in_background``): compile one step for
+    a model of the configuration given as JSON in ``sys.argv[1]`` into the path given, at low
+    priority, then remove the lock. Its compilation reads only the model's shapes (the
+    library holds no weights), so a model of random weights of the same configuration
+    serves; its own path is checked to be the one asked for. Prints the time and size."""
+    from ..config import ModelConfig
+    from .cpu import for_inference
+    spec = json.loads(sys.argv[1])
+    path, lock = Path(spec["path"]), Path(spec["lock"])
+    try:
+        os.nice(10)
+        torch.set_num_threads(spec["threads"])
+        start = time.perf_counter()
+        with torch.no_grad():
+            model = for_inference(Transformer(ModelConfig.from_dict(spec["config"])))
+        named = _package_path(model, spec["threads"], spec["kind"])
+        if named != path:
+            print(f"the model built here is named {named}, not {path}: not built")
+            return
+        _compile_package(model, path, spec["kind"])
+        print(f"built {path.name} in {time.perf_counter() - start:.1f} s, "
+              f"{path.stat().st_size / 2**20:.1f} MiB")
+    except Exception as exc:  # noqa: BLE001 - said to every later process, then raised
+        path.with_suffix(".failed").write_text(
+            f"building the compiled decoding step failed ({type(exc).__name__}: "
+            f"{_first_line(exc)})\n")
+        raise
+    finally:
+        lock.unlink(missing_ok=True)

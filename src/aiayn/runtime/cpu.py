@@ -17,7 +17,8 @@ in by ``for_inference`` (as ``quantize_int8`` swaps in quantized layers):
 - ``reuse_freed_memory``: glibc's allocator settings that let each decoding step reuse the
   pages the previous one freed.
 
-Why each one pays, with the measurements: docs/benchmarks.md ("Decoding on the CPU").
+Why each one pays, with the measurements: docs/design.md ("Speed lives beside the model",
+"Experiments behind the decisions").
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ class CpuLinear(nn.Module):
         each row of x with every row of the weight, which Inductor makes one vectorized loop
         over the weight's contiguous rows, split among the threads and fused with what comes
         before and after it. At one row it is faster than the split product or any matrix
-        product the compiled step can call (docs/benchmarks.md); eagerly it would materialize
+        product the compiled step can call (docs/design.md); eagerly it would materialize
         a (rows, out, in) tensor."""
         y = (x.unsqueeze(-2) * self.weight).sum(-1)  # (..., out)
         return y if self.bias is None else y + self.bias
@@ -232,7 +233,7 @@ MANY_QUERY_ROWS = 128  # and at least this many (batch x heads x queries)
 # PyTorch's CPU softmax over fewer entries than one vector register holds (16 float32 with
 # AVX-512) takes a scalar path: 68 us over 512 rows of 15 keys against 7 us at 16 keys. From
 # SHORT_ROWS_MIN scores on, such rows are padded with -inf to SHORT_ROW entries (measured:
-# docs/benchmarks.md); the padding gets weight 0 and is cut off again.
+# docs/design.md); the padding gets weight 0 and is cut off again.
 SHORT_ROW = 16
 SHORT_ROWS_MIN = 2048
 
@@ -254,7 +255,7 @@ class CpuAttention(nn.Module):
     steps, inference with at most ``FEW_QUERIES`` queries per head and at least
     ``MANY_QUERY_ROWS`` query rows in all (2 to 3x slower fused for a beam's
     cross-attention over 26 source positions); there short score rows are padded for the
-    softmax (``padded_softmax``). Measurements: docs/benchmarks.md."""
+    softmax (``padded_softmax``). Measurements: docs/design.md."""
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                 *, is_causal: bool = False, dropout_p: float = 0.0,

@@ -26,7 +26,8 @@ changes only speed, never results.
 
 ``available_cores`` counts the cores this process may really use (its CPU affinity and its
 cgroup's CPU quota), which is what ``use_available_cores`` gives PyTorch's pool, rather than the
-cores the machine has. The measurements: docs/benchmarks.md ("Sharing the machine").
+cores the machine has. The measurements: docs/design.md
+("Experiments behind the decisions").
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ class _SmoothedNLL(torch.autograd.Function):
     Autograd's version of the same formula makes and walks several (N, V) float32 tensors
     (log-probabilities, the gather's zero-filled gradient, the mean's, the cast back), which
     cost more than the products of a small model's step in bfloat16; a logsumexp and
-    separate passes over each block cost 1.3x the fused ones (docs/benchmarks.md).
+    separate passes over each block cost 1.3x the fused ones (docs/design.md, "Training").
     """
 
     @staticmethod

@@ -161,7 +161,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         Checkpoint.open(cfg.init).load_weights(model)
         log(f"starting from the weights of {cfg.init}")
     # fused: one pass over each parameter's tensors (CPU and CUDA kernels): 20 against 73 ms a
-    # `base` step on the CPU (docs/benchmarks.md)
+    # `base` step on the CPU (docs/design.md, "Training")
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
                                  eps=cfg.adam_eps, fused=device.type in ("cpu", "cuda"))
     if resume and _started_without_checkpoint(run_dir):
