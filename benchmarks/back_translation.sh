@@ -16,13 +16,14 @@ STEPS=${2:-500}
 OUT=${3:-runs/back-translation}
 DEMO=src/aiayn/data/demo
 mkdir -p "$OUT"
+$PY benchmarks/machine.py
 zcat $DEMO/train.en.gz > "$OUT/real.en"
 zcat $DEMO/train.es.gz > "$OUT/real.es"
 zcat "$BIBLE/train.es.gz" | awk 'NR % 10 >= 8 || NR % 10 == 0' > "$OUT/mono.es"
 zcat "$BIBLE/dev.en.gz" > "$OUT/dev.en"
 zcat "$BIBLE/dev.es.gz" > "$OUT/dev.es"
 echo "real pairs $(wc -l < "$OUT/real.en"), monolingual Spanish $(wc -l < "$OUT/mono.es")"
-TRAIN=(--preset small --precision bf16 --max-steps "$STEPS" --max-tokens 4000 --warmup 250
+TRAIN=(--preset small --max-steps "$STEPS" --max-tokens 4000 --warmup 250
        --lr-scale 0.5 --valid-every "$STEPS" --valid-bleu-sentences 0 --no-progress)
 
 run() {  # name src tgt: prepare and train

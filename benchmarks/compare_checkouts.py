@@ -215,6 +215,8 @@ def main() -> None:
         parser.error("--baseline is required")
     import torch
     checkouts = {"baseline": args.baseline.resolve(), "working tree": HERE}
+    from machine import header
+    print(header())
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; baseline "
           f"{checkouts['baseline']}, working tree {HERE}; median of {args.rounds} rounds, "
           "each measurement in a fresh process, the checkouts alternating")

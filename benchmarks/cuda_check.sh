@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 OUT=${1:-runs/cuda-check}
 CORPUS=src/aiayn/data/demo
+mkdir -p "$OUT"
+$PY benchmarks/machine.py
 $PY -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 $PY -m aiayn prepare --train-src $CORPUS/train.en.gz --train-tgt $CORPUS/train.es.gz \
     --valid-src $CORPUS/dev.en.gz --valid-tgt $CORPUS/dev.es.gz --vocab-size 8000 \
     --out "$OUT/data" --overwrite

@@ -205,6 +205,8 @@ def main() -> None:
     systems = args.systems
     import ctranslate2
     import torch
+    from machine import header
+    print(header())
     print(f"{cores()} cores; torch {torch.__version__} with {torch.get_num_threads()} threads "
           f"(OMP_NUM_THREADS={START_ENV.get('OMP_NUM_THREADS', 'unset')}, GOMP_SPINCOUNT="
           f"{START_ENV.get('GOMP_SPINCOUNT', 'unset')}, OMP_WAIT_POLICY="

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import subprocess
 from pathlib import Path
 
 from aiayn.detect import LanguageDetector
@@ -31,7 +30,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--sentences", type=int, default=500)
     args = parser.parse_args()
-    print(subprocess.run(["lscpu"], capture_output=True, text=True).stdout)
+    from machine import header
+    print(header())
     everything = sorted({code for pair in CORPORA.values() for code in pair})
     print("| corpus | language | sentences | right among the pair | right among "
           f"{', '.join(everything)} |\n|---|---|---:|---:|---:|")

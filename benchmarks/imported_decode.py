@@ -147,6 +147,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         make_models(work)
+        from machine import header
+        print(header())
         print(f"{os.cpu_count()} cores; torch default threads, CTranslate2 intra_threads = "
               f"cores; {args.out_len} tokens out per sentence, sources of 25 tokens + EOS; "
               f"length penalty 1.0; median of {args.rounds} rounds of {args.repeats} repeats, "

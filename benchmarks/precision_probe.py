@@ -11,7 +11,6 @@ Run it under narrower instruction sets to see the choice on other CPU kinds, e.g
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
 import torch
@@ -23,9 +22,8 @@ SHAPES = [(4096, 512, 512), (4096, 512, 2048), (4096, 2048, 512), (4096, 512, 80
 
 
 def main() -> None:
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    print("\n".join(line for line in lscpu.splitlines()
-                    if line.startswith(("Model name", "Flags"))))
+    from machine import header
+    print(header())
     use_available_cores()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, ONEDNN_MAX_CPU_ISA="
           f"{os.environ.get('ONEDNN_MAX_CPU_ISA', 'unset')}, ATEN_CPU_CAPABILITY="

@@ -58,6 +58,8 @@ def main() -> None:
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
+    from machine import header
+    print(header())
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(sources)} "
           f"pairs; median of {args.rounds} alternating rounds")
     print("| | seconds | sentences/s |")

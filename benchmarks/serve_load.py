@@ -74,6 +74,8 @@ def main() -> None:
     reference = [join_sentences([[translator.translate([x])[0] for x in line]
                                  for line in split_sentences(s, "en")]) for s in sentences]
     del translator
+    from machine import header
+    print(header())
     print(f"{args.clients} clients x {args.requests} requests, one dev sentence each "
           f"({len(sentences)} distinct); median of {args.rounds} alternating rounds")
     print("| mode | requests/s | p50 latency | p95 latency | wrong answers |")

@@ -292,6 +292,8 @@ def main() -> None:
                                    tmp / "batches.safetensors")
     timed = batches[args.warmup:]
     tokens = sum(b.target_tokens for b in timed)
+    from machine import header
+    print(header())
     print(f"{sys.executable}; batches of <= {args.max_tokens} padded tokens from {args.data}; "
           f"each system alone in its own process: {args.warmup} untimed, then {args.steps} "
           f"timed steps; {args.rounds} rounds, order rotating; GOMP_SPINCOUNT="
