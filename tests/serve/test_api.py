@@ -223,3 +223,22 @@ def test_the_page_in_a_real_browser(server, reference):
         assert 0 <= weight <= 1 and ":" in cells[0].get_attribute("title")
     finally:
         browser.quit()
+
+
+def test_a_paragraph_gets_the_same_translation_from_the_command_line_and_the_server(
+        server, toy_model, tmp_path):
+    """`aiayn translate --split-sentences` segments a line as the server segments a text
+    (sentencex), so a paragraph of several sentences comes back the same from both."""
+    import subprocess
+    import sys
+    paragraph = ". ".join(SENTENCES[:3]) + "."
+    status, answer = server.post("/translate", {"q": paragraph, "source": "en", "target": "es"})
+    assert status == 200
+    done = subprocess.run([sys.executable, "-m", "aiayn", "translate", "--checkpoint",
+                           str(toy_model), "--split-sentences"], input=paragraph + "\n",
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [answer["translatedText"]]
+    whole = subprocess.run([sys.executable, "-m", "aiayn", "translate", "--checkpoint",
+                            str(toy_model)], input=paragraph + "\n", capture_output=True,
+                           text=True, check=True)
+    assert len(whole.stdout.splitlines()) == 1  # (by default the line is one segment)
