@@ -19,7 +19,7 @@ from tests.conftest import FAST, losses
 @pytest.mark.parametrize("total,d_model", [(1000, 256), (2350, 256), (100_000, 512), (7, 64)])
 def test_fitted_schedule_at_known_budgets(total, d_model):
     s = FittedSchedule.fit(total, d_model)
-    assert s.warmup == max(1, round(0.1 * total))
+    assert s.warmup == max(1, round(0.1 * total), min(100, total // 4))
     assert s.peak == pytest.approx(0.022 / math.sqrt(d_model))
     assert s.lr(s.warmup) == pytest.approx(s.peak)
     assert s.lr(1) == pytest.approx(s.peak / s.warmup)
@@ -27,6 +27,11 @@ def test_fitted_schedule_at_known_budgets(total, d_model):
     assert s.lr(total + 500) == pytest.approx(s.floor)
     after = [s.lr(step) for step in range(s.warmup, total + 1)]
     assert all(a >= b for a, b in zip(after, after[1:]))  # decays, never rises
+
+
+@pytest.mark.parametrize("total,warmup", [(480, 100), (200, 50), (999, 100), (1500, 150)])
+def test_a_short_budget_still_warms_up_over_100_steps_or_a_quarter_of_it(total, warmup):
+    assert FittedSchedule.fit(total, 256).warmup == warmup
 
 
 def test_inverse_sqrt_decay_is_the_papers_shape_from_the_fitted_peak():
