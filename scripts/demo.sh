@@ -10,6 +10,8 @@ OUT=${OUT:-runs/demo}
 STEPS=${STEPS:-900}
 MINUTES=${MINUTES:-8}
 
+$PY benchmarks/machine.py  # the CPU this run is measured on, at the head of its log
+
 echo "== 1/4 prepare: shared BPE vocabulary and encoded corpus ($CORPUS)"
 [ -f "$OUT/data/stats.json" ] || $PY -m aiayn prepare \
     --train-src $CORPUS/train.en.gz --train-tgt $CORPUS/train.es.gz \

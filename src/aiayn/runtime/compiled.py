@@ -527,7 +527,8 @@ class CompiledSteps(nn.Module):
     def decode_step(self, tgt: Tensor, cache: DecoderCache) -> Tensor:
         """tgt (rows, t) -> log-probabilities (rows, t, V); the cache advances by t."""
         kind = self._kind(tgt, cache)
-        if kind is not None:
+        step = self._ready(kind) if kind is not None else None
+        if step is not None:
             if kind == "rows":
                 rows, group, layers = tgt.size(0), cache.group, cache.layers
                 slots = cache.history_slots(rows).view(rows // group, group, -1)
@@ -542,16 +543,23 @@ class CompiledSteps(nn.Module):
                     tgt.clone(), torch.tensor(cache.length), torch.tensor([0, capacity]), cache,
                     torch.empty(capacity, dtype=torch.long), torch.empty(capacity))
             try:
-                step = self._compiled(kind)
-                out, = step(arguments) if step is not None else (None,)
-            except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
+                out, = step(arguments)
+            except Exception as exc:  # noqa: BLE001 - any failure of the library: decode eagerly
                 self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
             else:
-                if out is not None:
-                    cache.length += 1
-                    self.compiled_steps += 1
-                    return out[:, None]
+                cache.length += 1
+                self.compiled_steps += 1
+                return out[:, None]
         return self.model.decode_step(tgt, cache).float().log_softmax(-1)
+
+    def _ready(self, kind: str) -> Callable | None:
+        """The compiled step of ``kind`` when it can run now: None while it is built in the
+        background, and from now on where compiling or loading it failed."""
+        try:
+            return self._compiled(kind)
+        except Exception as exc:  # noqa: BLE001 - any compiler failure: decode eagerly
+            self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
+            return None
 
     def greedy_sentence(self, src: Tensor, *, max_len: int, min_len: int
                         ) -> tuple[list[int], float] | None:
@@ -560,19 +568,21 @@ class CompiledSteps(nn.Module):
         rules and at most ``max_len`` tokens, EOS included. The loop only calls the compiled
         function and reads back the token, the search's bookkeeping runs in it. None where
         the step cannot run compiled (the search then decodes as usual)."""
+        pending = self.building.get(("step", torch.get_num_threads()))
+        if (self.failed is not None or torch.is_grad_enabled() or not src.is_cpu
+                or (pending is not None and time.monotonic() < pending[1])):
+            return None  # (before encoding, which the search then does as usual)
         memory, src_mask, _ = self.encode(src)
         cache = self.init_cache(memory, src_mask, max_len)
         tokens = torch.full((1, 1), self.cfg.start_id, dtype=torch.long, device=src.device)
-        if self._kind(tokens, cache) != "step":
+        step = self._ready("step") if self._kind(tokens, cache) == "step" else None
+        if step is None:
             return None
         chosen, chosen_lp = torch.empty(max_len, dtype=torch.long), torch.empty(max_len)
         arguments = self._arguments(tokens, torch.tensor(0), torch.tensor([min_len, max_len]),
                                     cache, chosen, chosen_lp)
         eos = self.cfg.eos_id
         try:
-            step = self._compiled()
-            if step is None:  # being built in the background
-                return None
             for length in range(1, max_len + 1):  # EOS at the limit at the latest
                 step(arguments)
                 if tokens.item() == eos:

@@ -172,9 +172,9 @@ class TrainConfig:
 @dataclass(frozen=True)
 class FittedSchedule:
     """A schedule made for a run of ``total`` steps: linear warmup over ``WARMUP_FRACTION`` of
-    them (at least ``WARMUP_MIN`` steps, at most a quarter of the run) to ``peak``, then a ``decay``: "cosine" reaches ``floor`` at the last step;
-    "inverse-sqrt" is the paper's shape (peak x sqrt(warmup / step), §5.3), never below
-    ``floor``.
+    them (at least ``WARMUP_MIN`` steps, at most a quarter of the run) to ``peak``, then a
+    ``decay``: "cosine" reaches ``floor`` at the last step; "inverse-sqrt" is the paper's shape
+    (peak x sqrt(warmup / step), §5.3), never below ``floor``.
 
     The peak follows the width as the paper's does (d_model^-0.5) with the constant that a
     30-minute `small` run on this project's machine found best by hand (1.4e-3 at d_model 256;
