@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from aiayn.cli import main
-from aiayn.inspect import word_alignments, word_starts, write_html
+from aiayn.inspect import grow_diag_final_and, word_alignments, word_starts, write_html
 from aiayn.translate import load
 
 
@@ -79,8 +79,17 @@ def test_alignments_are_valid_word_indices(maps):
     links = word_alignments(maps)
     n_src = max(word_starts(maps.src_tokens)) + 1
     n_tgt = max(word_starts(maps.tgt_tokens[1:])) + 1
-    assert len(links) == n_tgt == 3 and n_src == 3
+    assert n_tgt == 3 and n_src == 3 and links
     assert all(0 <= i < n_src and 0 <= j < n_tgt for i, j in links)
+
+
+def test_grow_diag_final_and_symmetrizes_two_directions():
+    forward = {(0, 0), (1, 1), (2, 1), (3, 3)}
+    backward = {(0, 0), (1, 1), (2, 2), (4, 4)}
+    # the intersection, (2, 1) and (2, 2) grown from (1, 1) as neighbours aligning a free word,
+    # then (3, 3) and (4, 4) whose words are both unaligned
+    assert grow_diag_final_and(forward, backward) == {(0, 0), (1, 1), (2, 1), (2, 2), (3, 3),
+                                                      (4, 4)}
 
 
 def test_word_starts_merge_subwords():

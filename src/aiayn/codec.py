@@ -75,6 +75,10 @@ class TextCodec:
         """The most source tokens the model reads, EOS excluded."""
         return self.cfg.max_len - 1
 
+    def fits(self, text: str) -> bool:
+        """Whether the model reads ``text`` whole as one source."""
+        return len(self._source(text).ids) - 1 <= self.limit
+
     def _source(self, text: str) -> Source:
         """``text``'s ids plus EOS, however many there are."""
         found: list[str] = []
@@ -123,8 +127,7 @@ class TextCodec:
     def _pieces(self, sentence: str) -> list[str]:
         """``sentence`` cut between words into pieces that fit the model; a word longer than
         that alone is cut between characters."""
-        def fits(text: str) -> bool:
-            return len(self._source(text).ids) - 1 <= self.limit
+        fits = self.fits
 
         def halves(word: str) -> list[str]:
             if fits(word) or len(word) <= 1:

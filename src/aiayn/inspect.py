@@ -79,14 +79,16 @@ def word_starts(pieces: list[str]) -> list[int]:
 def word_alignments(maps: AttentionMaps, layer: int | None = None) -> list[tuple[int, int]]:
     """Source-target word alignments from cross-attention, as (source word, target word) pairs.
 
-    The weights of one decoder layer (by default the penultimate, which aligns better than the
-    last in Garg et al. 2019), averaged over heads; the attention of the query that *predicts*
-    each target piece is summed over the pieces of each word on both sides, and each target word
-    is aligned to the source word it attends to most. Each target word gets one link.
+    The weights of every decoder layer averaged (or of ``layer``), and over heads; the attention
+    of the query that *predicts* each target piece is summed over the pieces of each word on
+    both sides. Each target word is linked to the source word it attends to most, each source
+    word to the target word that attends to it most, and the two are symmetrized with
+    grow-diag-final-and (Koehn et al. 2005), as statistical aligners' two directions are.
+    Measured against eflomal on Bible dev sentences, this agreed better than one direction or
+    the penultimate layer alone (docs/design.md).
     """
-    n_layers = len(maps.cross)
-    layer = max(n_layers - 2, 0) if layer is None else layer
-    weights = maps.cross[layer].mean(0)  # (T, S)
+    stack = torch.stack(maps.cross) if layer is None else maps.cross[layer][None]
+    weights = stack.mean((0, 1))  # (T, S)
     src_words = word_starts(maps.src_tokens)
     tgt_words = word_starts(maps.tgt_tokens[1:])  # row t predicts tgt_tokens[t + 1]
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
@@ -97,7 +99,35 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None) -> list[tuple
         for s, sw in enumerate(src_words):
             if tw >= 0 and sw >= 0:
                 merged[tw, sw] += weights[t, s]
-    return [(int(merged[j].argmax()), j) for j in range(n_tgt)]
+    forward = {(int(merged[j].argmax()), j) for j in range(n_tgt)}
+    backward = {(i, int(merged[:, i].argmax())) for i in range(n_src)}
+    return sorted(grow_diag_final_and(forward, backward))
+
+
+def grow_diag_final_and(forward: set[tuple[int, int]], backward: set[tuple[int, int]]
+                        ) -> set[tuple[int, int]]:
+    """Two directions' (source, target) links as one alignment: their intersection, grown by
+    neighbouring links of the union that align a word not yet aligned, then union links
+    between two words both unaligned (Koehn et al. 2005)."""
+    union, links = forward | backward, forward & backward
+    neighbours = [(-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
+
+    def free(i: int, j: int) -> tuple[bool, bool]:
+        return all(a != i for a, _ in links), all(b != j for _, b in links)
+
+    grown = True
+    while grown:
+        grown = False
+        for i, j in sorted(links):
+            for di, dj in neighbours:
+                k = (i + di, j + dj)
+                if k in union and k not in links and any(free(*k)):
+                    links.add(k)
+                    grown = True
+    for k in sorted(union):
+        if all(free(*k)):
+            links.add(k)
+    return links
 
 
 def pharaoh(links: list[tuple[int, int]]) -> str:

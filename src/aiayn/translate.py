@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 import numpy as np
 import torch
@@ -281,6 +281,53 @@ class Translator:
             tgt_ids = self.codec.encode_target(target, encoded)
         model = self.model.model if isinstance(self.model, CompiledSteps) else self.model
         return attention_maps(model, self.tokenizer, encoded.ids, tgt_ids)  # (the model's own)
+
+    def word_links(self, pairs: list[tuple[str, str]]) -> list[list[tuple[int, int]]]:
+        """(source word, target word) links of (source, translation) pairs, words split at
+        whitespace, from cross-attention (``aiayn.inspect.word_alignments``; an ensemble's
+        first model aligns). A pair the model cannot read whole gets none."""
+        from .inspect import attention_maps, word_alignments
+        model = self.model.models[0] if isinstance(self.model, Ensemble) else self.model
+        model = model.model if isinstance(model, CompiledSteps) else model
+        out: list[list[tuple[int, int]]] = []
+        for source, translation in pairs:
+            if not (source.strip() and translation.strip() and self.codec.fits(source)):
+                out.append([])
+                continue
+            encoded = self.codec.encode(source)
+            target = self.codec.encode_target(translation, encoded, limit=10**9)
+            if len(target) > self.cfg.max_len - 1:
+                out.append([])
+                continue
+            maps = attention_maps(model, self.tokenizer, encoded.ids, target)
+            out.append(word_alignments(maps))
+        return out
+
+    def translate_markup(self, documents: Iterable[str], fmt: str = "html",
+                         options: DecodeOptions | None = None) -> list[str]:
+        """Translate HTML or XML documents sentence by sentence, inline tags placed on the
+        target words aligned to the words they covered (``aiayn.markup``)."""
+        from .markup import FORMATS, Document
+        o = options or DecodeOptions()
+        if fmt not in FORMATS:
+            raise UserError(f"unknown markup format {fmt!r}; use html or xml")
+        if o.nbest != 1 or o.sample:
+            raise UserError("markup is translated with the best translation; drop --nbest and "
+                            "--sample")
+        docs = [Document(d, fmt, language=self.codec.language) for d in documents]
+        for k, doc in enumerate(docs):
+            for problem in doc.problems:
+                where = f"document {k + 1}: " if len(docs) > 1 else ""
+                self.codec.warn(f"{where}{problem}; translated as well as it can be")
+        translations = cast("list[str]", self.translate(
+            [s for doc in docs for s in doc.sources], o))
+        out, at = [], 0
+        for doc in docs:
+            mine = translations[at:at + len(doc.sources)]
+            at += len(doc.sources)
+            links = self.word_links([(doc.sources[i], mine[i]) for i in doc.aligned])
+            out.append(doc.render(mine, dict(zip(doc.aligned, links))))
+        return out
 
     def align(self, source: str, translation: str) -> str:
         """Pharaoh 'i-j' word alignments of a translation, from cross-attention."""

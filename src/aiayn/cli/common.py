@@ -63,6 +63,21 @@ def read_lines(path: str | None) -> list[str]:
         raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
 
 
+def read_text(path: str | None) -> str:
+    """A UTF-8 file whole (stdin when None)."""
+    if path is None:
+        return sys.stdin.read()
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{p}: no such file")
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
+
+
 def one_line(text: str) -> str:
     """An output that stays on its line: line breaks a translation may hold become spaces."""
     return text.replace("\r", " ").replace("\n", " ")

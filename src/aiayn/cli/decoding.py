@@ -9,7 +9,14 @@ from typing import cast
 
 from ..errors import UserError
 from ..outputs import output_file
-from .common import add_decoding_flags, decode_options, one_line, read_lines, write_output
+from .common import (
+    add_decoding_flags,
+    decode_options,
+    one_line,
+    read_lines,
+    read_text,
+    write_output,
+)
 
 
 def add_translate_evaluate(sub) -> None:
@@ -28,6 +35,10 @@ def add_translate_evaluate(sub) -> None:
                    help="translate every line sentence by sentence (sentencex), as `aiayn "
                         "serve` does paragraphs; by default only a line past the model's "
                         "length limit is split, so that nothing is cut")
+    p.add_argument("--format", choices=("text", "html", "xml"), default="text",
+                   help="text: one sentence per line (the default); html or xml: the input is "
+                        "one document whose sentences are translated whole and whose inline "
+                        "tags are put around the words aligned to the ones they covered")
     DecodeOptions.add_flags(p, ("sample", *DecodeOptions.SAMPLING))
     p.add_argument("-i", "--input", metavar="FILE", help="input file (default: stdin)")
     p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
@@ -58,8 +69,18 @@ def translate_command(args: argparse.Namespace) -> None:
     options = decode_options(args)
     if args.output:
         output_file(args.output, "-o", args.input, args.prefix_file)
+    if args.format != "text":
+        for flag, used in (("--nbest", args.nbest != 1), ("--alignments", args.alignments),
+                           ("--prefix-file", args.prefix_file), ("--sample", args.sample)):
+            if used:
+                raise UserError(f"{flag} works on text, not --format {args.format}; drop one")
     translator = load(args.checkpoint, device=args.device, int8=args.int8,
                       compile=args.compile)  # fails first
+    if args.format != "text":
+        document = read_text(args.input)
+        write_output(translator.translate_markup([document], args.format, options)[0],
+                     args.output)
+        return
     lines = read_lines(args.input)
     bar = None
     if args.output:

@@ -11,9 +11,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..decode.options import DecodeOptions
+from ..markup import Document
 from .http import ApiError
 from .service import Service
-from .text import html_texts, join_sentences, language_name, rebuild_html, split_sentences
+from .text import join_sentences, language_name, split_sentences
 
 
 async def translate(service: Service, request: Request) -> JSONResponse:
@@ -45,20 +46,42 @@ async def translate(service: Service, request: Request) -> JSONResponse:
     nbest = 1 + alternatives
     options = DecodeOptions(beam=max(service.settings.beam, nbest), nbest=nbest)
 
-    # every sentence of every text (or of every HTML text node), decoded together
-    plans, sentences = [], []
+    # every sentence of every text (or HTML document), decoded together
+    plans: list[Document | list[list[str]]] = []
+    sentences: list[str] = []
     for text in texts:
-        pieces = html_texts(text) if text_format == "html" else [(True, text)]
-        nodes = [split_sentences(t, model.source) for is_text, t in pieces if is_text]
-        plans.append((pieces, nodes))
-        sentences += [s for node in nodes for line in node for s in line]
+        if text_format == "html":
+            doc = Document(text, "html", language=model.source)
+            plans.append(doc)
+            sentences += doc.sources
+        else:
+            lines = split_sentences(text, model.source)
+            plans.append(lines)
+            sentences += [s for line in lines for s in line]
     hyps = await service.decode(model, sentences, options)
-    results, start = [], 0
-    for pieces, nodes in plans:
-        count = sum(len(line) for node in nodes for line in node)
+    results: list[list[str]] = []
+    renders: list[tuple[Document, list[str]]] = []
+    start = 0
+    for plan in plans:
+        count = len(plan.sources) if isinstance(plan, Document) else sum(map(len, plan))
         mine, start = hyps[start:start + count], start + count
-        results.append([_render(rank, pieces, nodes, mine, text_format)
-                        for rank in range(nbest)])
+        ranks = [[nbest[min(rank, len(nbest) - 1)][0] for nbest in mine]
+                 for rank in range(nbest)]
+        if isinstance(plan, Document):
+            renders += [(plan, rank) for rank in ranks]
+            results.append([])
+        else:
+            results.append([_lines(plan, rank) for rank in ranks])
+    if renders:  # the tags of HTML placed through the model's alignments, between batches
+        pairs = [(doc.sources[i], rank[i]) for doc, rank in renders for i in doc.aligned]
+        translator = model.translator
+        links = iter(await service.run_alone(model, lambda: translator.word_links(pairs)))
+        found = iter(renders)
+        for result, plan in zip(results, plans):
+            if isinstance(plan, Document):
+                for _ in range(nbest):
+                    doc, rank = next(found)
+                    result.append(doc.render(rank, {i: next(links) for i in doc.aligned}))
     single = isinstance(q, str)
     answer: dict[str, Any] = {"translatedText": results[0][0] if single
                               else [r[0] for r in results]}
@@ -69,18 +92,10 @@ async def translate(service: Service, request: Request) -> JSONResponse:
     return JSONResponse(answer)
 
 
-def _render(rank: int, pieces, nodes, translations, text_format: str) -> str:
-    """One text (or HTML document) from the rank-th translation of each of its sentences (the
-    best where a sentence has fewer)."""
+def _lines(lines: list[list[str]], translations: list[str]) -> str:
+    """A text from the translations of its lines' sentences, in order."""
     it = iter(translations)
-    outs = []
-    for node in nodes:
-        lines = []
-        for line in node:
-            lines.append([nbest[min(rank, len(nbest) - 1)][0]
-                          for nbest in (next(it) for _ in line)])
-        outs.append(join_sentences(lines))
-    return rebuild_html(pieces, outs) if text_format == "html" else outs[0]
+    return join_sentences([[next(it) for _ in line] for line in lines])
 
 
 async def languages(service: Service, request: Request) -> JSONResponse:

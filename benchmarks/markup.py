@@ -1,0 +1,243 @@
+"""Inline markup, measured: tags placed by the model's alignments against a projection through
+eflomal's, the output's well-formedness, and BLEU with the tags stripped; side by side with
+translating each text node apart (LibreTranslate's HTML mode, and aiayn's before).
+
+    python benchmarks/markup.py --checkpoint RUN --corpus DIR --src en --tgt es \
+        [--sentences 300] [--page FILE ...]
+
+Dev sentences get one or two spans of one to three whole words wrapped, at random, in <b>,
+<a href> or <code> (seed 0; a span may nest inside another). Each tag carries a data-t number
+so that it can be found in any output. A tag "agrees" when the target words it wraps are the
+hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing).
+``--page`` adds real HTML pages: well-formedness and tags kept, and the same agreement on their
+sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import html
+import random
+import sys
+import time
+from pathlib import Path
+
+import sacrebleu
+from alignment import eflomal_links
+from machine import header
+
+from aiayn.markup import Document
+from aiayn.markup.parse import Element, Text, parse_html
+from aiayn.markup.place import words
+
+
+def read(path: Path) -> list[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def tag(sentence: str, rng: random.Random, first: int
+        ) -> tuple[str, dict[int, list[int]], set[int]]:
+    """The sentence with spans wrapped; each tag's number -> the source words it wraps; the
+    numbers of the <code> tags."""
+    ws = sentence.split()
+    spans: list[tuple[int, int]] = []
+    for _ in range(rng.choice([1, 1, 2])):
+        n = rng.randint(1, min(3, len(ws)))
+        a = rng.randrange(0, len(ws) - n + 1)
+        if all(b <= a or a + n <= c or (c <= a and a + n <= b) for c, b in spans):
+            spans.append((a, a + n))
+    spans.sort(key=lambda s: (s[0], -s[1]))
+    opens: dict[int, list[str]] = {}
+    closes: dict[int, list[str]] = {}
+    covered, code = {}, set()
+    for k, (a, b) in enumerate(spans):
+        number = first + k
+        name = rng.choice(["b", "a", "code"])
+        if name == "code":
+            code.add(number)
+        attrs = f' href="#{number}"' if name == "a" else ""
+        opens.setdefault(a, []).append(f'<{name} data-t="{number}"{attrs}>')
+        closes.setdefault(b - 1, []).insert(0, f"</{name}>")
+        covered[number] = list(range(a, b))
+    out = []
+    for i, w in enumerate(ws):
+        out.append("".join(opens.get(i, [])) + html.escape(w, quote=False)
+                   + "".join(closes.get(i, [])))
+    return " ".join(out), covered, code
+
+
+def placed(output: str) -> tuple[str, dict[int, list[int]], bool]:
+    """An output's text with the tags stripped, each numbered tag's word indices in it, and
+    whether its tags are well-formed."""
+    root, problems = parse_html(output)
+    text: list[str] = []
+    ranges: dict[int, tuple[int, int]] = {}
+
+    def walk(node):
+        for child in node.children:
+            if isinstance(child, Text):
+                text.append(child.text)
+            elif isinstance(child, Element):
+                start = len("".join(text))
+                walk(child)
+                number = child.attr("data-t")
+                if number is not None:
+                    ranges[int(number)] = (start, len("".join(text)))
+    walk(root)
+    plain = "".join(text)
+    spans = words(plain)
+    inside = {n: [k for k, (s, e) in enumerate(spans) if s < b and e > a]
+              for n, (a, b) in ranges.items()}
+    return " ".join(plain.split()), inside, not problems
+
+
+def text_nodes(translator, document: str) -> str:
+    """Every text node translated apart (sentence by sentence), the markup around kept."""
+    root, _ = parse_html(document)
+    nodes: list[Text] = []
+
+    def walk(node):
+        for child in node.children:
+            if isinstance(child, Text) and child.text.strip():
+                nodes.append(child)
+            elif isinstance(child, Element) and child.tag not in ("script", "style", "code"):
+                walk(child)
+    walk(root)
+    out = translator.translate([n.text.strip() for n in nodes], split_sentences=True)
+    for node, translation in zip(nodes, out):
+        lead = node.text[:len(node.text) - len(node.text.lstrip())]
+        trail = node.text[len(node.text.rstrip()):]
+        node.raw = lead + html.escape(translation, quote=False) + trail
+    from aiayn.markup.parse import raw
+    return raw(root)
+
+
+def agreement(outputs, covered, links, only=None) -> tuple[int, int, int]:
+    """(tags wrapping exactly the projected words, tags sharing a word with them or both
+    empty, tags) over sentences; ``only``: the tag numbers to count."""
+    exact = overlap = total = 0
+    for placed_words, tags, pairs in zip(outputs, covered, links):
+        for number, src_words in tags.items():
+            if only is not None and number not in only:
+                continue
+            total += 1
+            projected = sorted({j for i, j in pairs if i in src_words})
+            hull = list(range(projected[0], projected[-1] + 1)) if projected else []
+            mine = placed_words.get(number, [])
+            exact += mine == hull
+            overlap += bool(set(mine) & set(hull)) or mine == hull
+    return exact, overlap, total
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--corpus", required=True, type=Path)
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--sentences", type=int, default=300)
+    p.add_argument("--page", action="append", default=[], type=Path)
+    args = p.parse_args()
+
+    import aiayn
+    print(header(), flush=True)
+    translator = aiayn.load(args.checkpoint)
+    src = read(args.corpus / f"dev.{args.src}.gz")
+    ref = read(args.corpus / f"dev.{args.tgt}.gz")
+    rng = random.Random(0)
+    picked = [k for k in range(len(src)) if 3 <= len(src[k].split()) <= 60][:args.sentences]
+    tagged, covered, code, number = [], [], set(), 0
+    for k in picked:
+        text, tags, kept = tag(src[k], rng, number)
+        number += len(tags)
+        tagged.append(text)
+        covered.append(tags)
+        code |= kept
+    stripped = [" ".join(src[k].split()) for k in picked]
+    refs = [ref[k] for k in picked]
+    print(f"{args.checkpoint}: {len(picked)} dev sentences, {number} tags ({len(code)} <code>, "
+          "kept as written in place of the words aligned to them)", flush=True)
+
+    results = {}
+    t0 = time.perf_counter()
+    results["whole sentences, tags by alignment"] = translator.translate_markup(tagged)
+    t1 = time.perf_counter()
+    results["each text node apart"] = [text_nodes(translator, t) for t in tagged]
+    t2 = time.perf_counter()
+    plain = translator.translate(stripped, split_sentences=True)
+    t3 = time.perf_counter()
+    seconds = {"whole sentences, tags by alignment": t1 - t0, "each text node apart": t2 - t1}
+
+    train_src = [" ".join(s.split()) for s in read(args.corpus / f"train.{args.src}.gz")]
+    train_tgt = [" ".join(s.split()) for s in read(args.corpus / f"train.{args.tgt}.gz")]
+    parsed = {name: [placed(o) for o in outs] for name, outs in results.items()}
+    names = list(parsed)
+    links = eflomal_links(stripped * len(names), [t for n in names for t, _, _ in parsed[n]],
+                          train_src, train_tgt)
+    print(f"\nplain translation of the stripped text: BLEU "
+          f"{sacrebleu.corpus_bleu(plain, [refs]).score:.2f}, {t3 - t2:.1f} s")
+    no_code = [k for k, tags in enumerate(covered) if not set(tags) & code]
+    print("tags agree: exactly = they wrap the hull of the words eflomal links to theirs; "
+          "overlapping = they share a word with it (both empty counts for both)")
+    print("| mode | well-formed, tags kept | b and a: exactly | overlapping | code: exactly "
+          f"| overlapping | BLEU, tags stripped | BLEU, {len(no_code)} sentences without code "
+          "| seconds |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k, name in enumerate(names):
+        rows = parsed[name]
+        ok = sum(wf and sorted(tags) == sorted(c) for (_, tags, wf), c in zip(rows, covered))
+        mine = links[k * len(picked):(k + 1) * len(picked)]
+        other = set(range(number)) - code
+        cells = []
+        for only in (other, code):
+            exact, overlap, total = agreement([t for _, t, _ in rows], covered, mine, only)
+            cells += [f"{100 * exact / max(1, total):.1f}% of {total}",
+                      f"{100 * overlap / max(1, total):.1f}%"]
+        bleu = sacrebleu.corpus_bleu([t for t, _, _ in rows], [refs]).score
+        bleu_plain = sacrebleu.corpus_bleu([rows[i][0] for i in no_code],
+                                           [[refs[i] for i in no_code]]).score
+        print(f"| {name} | {ok}/{len(rows)} | {' | '.join(cells)} | {bleu:.2f} | "
+              f"{bleu_plain:.2f} | {seconds[name]:.1f} |", flush=True)
+    bleu_plain = sacrebleu.corpus_bleu([plain[i] for i in no_code],
+                                       [[refs[i] for i in no_code]]).score
+    print(f"plain translation of the stripped text, the {len(no_code)} sentences without code: "
+          f"BLEU {bleu_plain:.2f}")
+
+    for page in args.page:
+        document = page.read_text(encoding="utf-8")
+        t0 = time.perf_counter()
+        out = translator.translate_markup([document])[0]
+        seconds_page = time.perf_counter() - t0
+        before, after = parse_html(document)[1], parse_html(out)[1]
+        kept = sorted(_tags(document)) == sorted(_tags(out))
+        print(f"\npage {page}: {len(document):,} characters, {len(_tags(document))} tags, "
+              f"{len(Document(document, 'html').sources)} sentences and attributes; "
+              f"malformed spots in the source {len(before)}, in the output {len(after)}; "
+              f"the same tags: {kept}; {seconds_page:.1f} s")
+    sys.stdout.flush()
+
+
+def _tags(text: str) -> list[str]:
+    from html.parser import HTMLParser
+
+    class Starts(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.found: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.found.append(tag)
+
+        def handle_startendtag(self, tag, attrs):
+            self.found.append(tag)
+
+    parser = Starts()
+    parser.feed(text)
+    return parser.found
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+"""A document with inline markup as the sentences a model translates, and back.
+
+Block elements (p, li, td, h1, div, br, ... in HTML; in XML, every element that holds no text
+of its own) delimit segments; inline elements (b, i, a, span, code, ...; in XML, every element
+inside one that holds text) are taken out of the text as spans (``aiayn.markup.place``). A
+segment's text, its whitespace collapsed, is split into sentences (sentencex, as the server
+splits paragraphs); sentences that a span joins are translated together. ``title``, ``alt`` and
+``placeholder`` attributes are sentences too. Elements marked ``translate="no"`` (or class
+``notranslate``) and code, kbd, samp, pre, script, style, svg and math are written as they were,
+inline ones in place of the target words aligned to their text. Entities written in a segment
+are written again where their characters come back.
+
+    doc = Document(markup, "html", language="en")
+    translations = translate(doc.sources)
+    links = {i: align(doc.sources[i], translations[i]) for i in doc.aligned}
+    out = doc.render(translations, links)
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+from sentencex import segment
+
+from .parse import Element, Node, Other, Text, parse_html, parse_xml, raw
+from .place import Span, place, proportional_links, words
+
+FORMATS = ("html", "xml")
+INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del",
+                    "dfn", "em", "font", "i", "img", "ins", "kbd", "label", "mark", "q", "s",
+                    "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt",
+                    "u", "var", "wbr"})
+KEEP = frozenset({"code", "kbd", "samp", "pre", "script", "style", "svg", "math"})
+ATTRIBUTES = ("title", "alt", "placeholder")  # translated where HTML has them
+_SPACE = re.compile(r"[ \t\n\r\f]+")  # not U+00A0, which an &nbsp; wrote
+_ENTITY = re.compile(r"&#?\w+;")
+
+
+@dataclass
+class _Unit:
+    """A sentence (or several a span joins), or an attribute's value."""
+
+    text: str
+    spans: list[Span] = field(default_factory=list)
+    attribute: bool = False
+
+
+@dataclass
+class _Segment:
+    """Inline content between block boundaries: its units, joined by a space, between the
+    whitespace it had around it; and the entities its text was written with."""
+
+    units: list[int]
+    lead: str
+    trail: str
+    entities: dict[str, str]
+
+
+@dataclass
+class _StartTag:
+    """A start tag with translated attributes: attribute name -> unit."""
+
+    element: Element
+    units: dict[str, int]
+
+
+class Document:
+    """HTML or XML, as sentences to translate (``sources``) and back (``render``).
+
+    Args:
+        markup: the document.
+        fmt: "html" or "xml".
+        language: the source language's code, for sentence splitting.
+
+    Attributes:
+        sources: the texts to translate, in order.
+        aligned: the indices of sources whose tags need word alignments to be placed.
+        problems: what was malformed in the markup (it is translated best effort).
+    """
+
+    def __init__(self, markup: str, fmt: str = "html", *, language: str = "en") -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"markup format must be html or xml, not {fmt!r}")
+        self.xml = fmt == "xml"
+        self.language = language
+        root, self.problems = parse_xml(markup) if self.xml else parse_html(markup)
+        self._units: list[_Unit] = []
+        self._items: list[str | _Segment | _StartTag] = []
+        self._walk(root)
+
+    @property
+    def sources(self) -> list[str]:
+        return [u.text for u in self._units]
+
+    @property
+    def aligned(self) -> list[int]:
+        return [i for i, u in enumerate(self._units) if u.spans]
+
+    # ------------------------------------------------------------------ reading
+    def _kept(self, node: Element) -> bool:
+        classes = (node.attr("class") or "").split()
+        return node.tag in KEEP or node.attr("translate") == "no" or "notranslate" in classes
+
+    def _inline(self, node: Node) -> bool:
+        if not isinstance(node, Element):
+            return True
+        if self.xml:
+            return True  # (only asked of what an element with text holds)
+        return node.tag in INLINE and all(self._inline(c) for c in node.children)
+
+    def _walk(self, element: Element) -> None:
+        """Write ``element``'s children."""
+        children = element.children
+        if self.xml:
+            if any(isinstance(c, Text) and c.text.strip() for c in children):
+                self._segment(children)
+            else:
+                for child in children:
+                    self._block(child)
+            return
+        run: list[Node] = []
+        for child in children:
+            if self._inline(child):
+                run.append(child)
+                continue
+            self._segment(run)
+            run = []
+            self._block(child)
+        self._segment(run)
+
+    def _block(self, node: Node) -> None:
+        if isinstance(node, (Text, Other)):
+            self._items.append(node.raw)
+        elif self._kept(node):
+            self._items.append(raw(node))
+        else:
+            self._items.append(self._start_tag(node))
+            self._walk(node)
+            self._items.append(node.end)
+
+    def _start_tag(self, element: Element) -> str | _StartTag:
+        if self.xml:
+            return element.start
+        units = {}
+        for name, value in element.attrs:
+            if name in ATTRIBUTES and value and value.strip():
+                units[name] = len(self._units)
+                self._units.append(_Unit(_SPACE.sub(" ", value).strip(), attribute=True))
+        return _StartTag(element, units) if units else element.start
+
+    def _segment(self, run: list[Node]) -> None:
+        """Inline nodes as a segment, or as they are when they hold no text."""
+        if not any(isinstance(n, Text) and n.text.strip() or isinstance(n, Element)
+                   and not self._kept(n) and n.text().strip() for n in run):
+            for node in run:
+                self._block(node)
+            return
+        text: list[str] = []  # the segment's text, whitespace collapsed
+        length = 0
+
+        def append(piece: str) -> None:
+            nonlocal length
+            piece = _SPACE.sub(" ", piece)
+            if piece.startswith(" ") and (not text or text[-1].endswith(" ")):
+                piece = piece[1:]
+            text.append(piece)
+            length += len(piece)
+
+        def add(node: Node, into: list[Span]) -> None:
+            if isinstance(node, Text):
+                append(node.text)
+            elif isinstance(node, Other):
+                into.append(Span(length, length, keep=node.raw))
+            elif self._kept(node):
+                start = length
+                append(node.text())
+                into.append(Span(start, length, keep=raw(node)))
+            else:
+                span = Span(length, length, close=node.end, tag=self._start_tag(node))
+                for child in node.children:
+                    add(child, span.children)
+                span.end = length
+                into.append(span)
+
+        spans: list[Span] = []
+        for node in run:
+            add(node, spans)
+        plain = "".join(text)
+        if plain.endswith(" "):
+            plain = plain[:-1]
+            _clamp(spans, len(plain))
+        first, last = run[0], run[-1]
+        lead = first.raw[:len(first.raw) - len(first.raw.lstrip())] \
+            if isinstance(first, Text) else ""
+        trail = last.raw[len(last.raw.rstrip()):] if isinstance(last, Text) else ""
+        entities = {}
+        for node in run:
+            for entity in _ENTITY.findall(raw(node)):
+                char = html.unescape(entity)
+                if len(char) == 1 and char not in "&<>\"'":
+                    entities[char] = entity
+        self._items.append(_Segment(self._sentences(plain, spans), lead, trail, entities))
+
+    def _sentences(self, plain: str, spans: list[Span]) -> list[int]:
+        """Units of a segment's text: its sentences, those a span crosses joined."""
+        bounds, at = [], 0
+        for sentence in segment(self.language, plain):
+            sentence = sentence.strip()
+            k = plain.find(sentence, at) if sentence else -1
+            if k < 0:
+                continue
+            bounds.append((k, k + len(sentence)))
+            at = k + len(sentence)
+        if not bounds:
+            bounds = [(0, len(plain))]
+        joined = [False] * len(bounds)
+
+        def where(pos: int) -> int:
+            return max([k for k, (s, _) in enumerate(bounds) if s <= pos], default=0)
+
+        for span in spans:
+            if span.end > span.start:
+                for k in range(where(span.start), where(span.end - 1)):
+                    joined[k] = True
+        groups: list[list[int]] = []
+        for k in range(len(bounds)):
+            if groups and joined[k - 1]:
+                groups[-1].append(k)
+            else:
+                groups.append([k])
+        ids = []
+        for group in groups:
+            start, end = bounds[group[0]][0], bounds[group[-1]][1]
+            ids.append(len(self._units))
+            self._units.append(_Unit(plain[start:end]))
+        for span in spans:  # each to the unit its start is in
+            k = where(span.start)
+            unit = next(i for i, g in zip(ids, groups) if k in g)
+            start = bounds[[g for g in groups if k in g][0][0]][0]
+            self._units[unit].spans.append(span.shifted(start))
+        return ids
+
+    # ------------------------------------------------------------------ writing
+    def render(self, translations: list[str],
+               links: dict[int, list[tuple[int, int]]] | None = None) -> str:
+        """The document with ``translations`` (one per source) in place of its sources and its
+        tags placed through ``links`` (per index of ``aligned``: (source word, target word)
+        pairs; missing ones are taken to follow word order)."""
+        if len(translations) != len(self._units):
+            raise ValueError(f"{len(translations)} translations for {len(self._units)} "
+                             "sources")
+        links = links or {}
+
+        def opened(spans: list[Span]) -> None:
+            for span in spans:
+                if isinstance(span.tag, _StartTag):
+                    span.open = _write_start_tag(span.tag, translations)
+                elif isinstance(span.tag, str):
+                    span.open = span.tag
+                opened(span.children)
+
+        out = []
+        for item in self._items:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, _StartTag):
+                out.append(_write_start_tag(item, translations))
+            else:
+                def write(text: str, entities=item.entities) -> str:
+                    text = html.escape(text, quote=False)
+                    for char, entity in entities.items():
+                        text = text.replace(char, entity)
+                    return text
+                parts = []
+                for i in item.units:
+                    unit, target = self._units[i], translations[i]
+                    if not unit.spans:
+                        parts.append(write(target.strip()))
+                        continue
+                    opened(unit.spans)
+                    pairs = links.get(i) or proportional_links(len(words(unit.text)),
+                                                               len(target.split()))
+                    parts.append(place(unit.text, unit.spans, target, pairs, escape_text=write))
+                out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
+        return "".join(out)
+
+
+def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
+    element = tag.element
+    attrs = []
+    for name, value in element.attrs:
+        if name in tag.units:
+            value = translations[tag.units[name]].strip()
+        attrs.append(name if value is None else f'{name}="{html.escape(value, quote=True)}"')
+    end = "/>" if element.start.rstrip().endswith("/>") else ">"
+    return f"<{element.tag}{''.join(' ' + a for a in attrs)}{end}"
+
+
+def _clamp(spans: list[Span], limit: int) -> None:
+    for span in spans:
+        span.start, span.end = min(span.start, limit), min(span.end, limit)
+        _clamp(span.children, limit)

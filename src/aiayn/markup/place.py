@@ -1,0 +1,181 @@
+"""Inline tags carried from a source sentence onto its translation through word alignments.
+
+A span is an inline element over a stretch of the source sentence's text: ``<b>`` around two
+words, a ``<code>`` kept as written, an ``<img>`` or a comment at a point between words. The
+translation is made from the sentence with its tags taken out; each span is then put around the
+target words aligned to the source words it covered (the words' hull), as Bergamot does in
+Firefox. Spans stay nested as in the source: a child is placed inside its parent's target words,
+and siblings that would overlap are moved apart (the later one starts where the earlier ends),
+so the output is always well-formed with exactly the source's tags. A span whose words have no
+aligned target word, and a span over no word (an image, a comment), goes to the point after the
+target words of the source word before it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html import escape
+from typing import Callable
+
+_WORD = re.compile(r"\S+")
+
+
+@dataclass
+class Span:
+    """An inline element over source characters [start, end) of its sentence.
+
+    Attributes:
+        open, close: what is written before and after the span's target words.
+        keep: when set, written instead of the span's target words (an element kept as it is:
+            code, ``translate="no"``, a comment).
+        children: the spans inside this one, in source order.
+        tag: the caller's own record of the element (its start tag written at the end).
+    """
+
+    start: int
+    end: int
+    open: str = ""
+    close: str = ""
+    keep: str | None = None
+    children: list["Span"] = field(default_factory=list)
+    tag: object = None
+
+    def shifted(self, offset: int) -> "Span":
+        return Span(self.start - offset, self.end - offset, self.open, self.close, self.keep,
+                    [c.shifted(offset) for c in self.children], self.tag)
+
+
+def words(text: str) -> list[tuple[int, int]]:
+    """The [start, end) character ranges of the whitespace-separated words of ``text``."""
+    return [m.span() for m in _WORD.finditer(text)]
+
+
+def proportional_links(n_src: int, n_tgt: int) -> list[tuple[int, int]]:
+    """Each target word linked to the source word at the same relative position: what tags
+    follow when a sentence has no alignment."""
+    if not n_src:
+        return []
+    return [(min(n_src - 1, j * n_src // max(1, n_tgt)), j) for j in range(n_tgt)]
+
+
+def place(source: str, spans: list[Span], translation: str,
+          links: list[tuple[int, int]], *, escape_text: Callable[[str], str] | None = None
+          ) -> str:
+    """``translation`` with ``spans`` (over ``source``) put around its words.
+
+    Punctuation that a span left outside in the source (``<b>here</b>.``) stays outside in
+    the target. The translation's own whitespace between words is kept.
+
+    Args:
+        source: the source sentence, tags taken out.
+        spans: its top-level spans, in source order.
+        translation: the translated sentence (plain text).
+        links: (source word, target word) alignment pairs, words split at whitespace.
+        escape_text: how target text is written (default: HTML/XML escaping of &, <, >).
+    """
+    escape_text = escape_text or (lambda s: escape(s, quote=False))
+    src_words = words(source)
+    found = words(translation)
+    tgt_words = [translation[s:e] for s, e in found]
+    gaps = [translation[e:s] for (_, e), (s, _) in zip(found, found[1:])] + [" "]
+    targets: dict[int, set[int]] = {}
+    for i, j in links:
+        if 0 <= i < len(src_words) and 0 <= j < len(tgt_words):
+            targets.setdefault(i, set()).add(j)
+
+    def point(start: int) -> int:
+        """The target position after the aligned words of the source word before ``start``."""
+        before = [i for i, (_, e) in enumerate(src_words) if e <= start]
+        for i in reversed(before):
+            if i in targets:
+                return max(targets[i]) + 1
+        return 0
+
+    def covered(span: Span) -> list[int]:
+        return [i for i, (s, e) in enumerate(src_words) if s < span.end and e > span.start]
+
+    def hull(span: Span) -> tuple[int, int]:
+        aligned = {j for i in covered(span) for j in targets.get(i, ())}
+        if aligned:
+            return min(aligned), max(aligned) + 1
+        at = point(span.start)
+        return at, at
+
+    def arrange(spans: list[Span], lo: int, hi: int) -> list[tuple[Span, int, int, list]]:
+        """Spans placed within target words [lo, hi): nested, in order, never overlapping."""
+        placed = []
+        for order, span in enumerate(spans):
+            a, b = hull(span)
+            a = min(max(a, lo), hi)
+            placed.append((a, order, span, min(max(b, a), hi)))
+        placed.sort(key=lambda p: (p[0], p[1]))
+        out, edge = [], lo
+        for a, _, span, b in placed:
+            a = max(a, edge)
+            b = max(a, b)
+            out.append((span, a, b, arrange(span.children, a, b)))
+            edge = b
+        return out
+
+    def outside(span: Span) -> tuple[bool, bool]:
+        """Whether punctuation before / after the span, in its first / last word, is left
+        out of it in the source."""
+        words_in = covered(span)
+        if not words_in:
+            return False, False
+        first, last = src_words[words_in[0]], src_words[words_in[-1]]
+        before = source[first[0]:span.start]
+        after = source[span.end:last[1]]
+        return (_PUNCT_ONLY.fullmatch(before) is not None,
+                _PUNCT_ONLY.fullmatch(after) is not None)
+
+    def glued(span: Span) -> tuple[bool, bool]:
+        """Whether a span over no word touches the text before / after it in the source."""
+        return (span.start > 0 and not source[span.start - 1].isspace(),
+                span.end < len(source) and not source[span.end].isspace())
+
+    def write(placed: list, lo: int, hi: int) -> str:
+        # (text, index after its last word or -1 for none, glued before, glued after)
+        pieces: list[tuple[str, int, bool, bool]] = []
+        at = lo
+        for span, a, b, children in placed:
+            pieces += [(escape_text(tgt_words[j]), j + 1, False, False) for j in range(at, a)]
+            if span.keep is not None and b > a:
+                pieces.append((span.keep, b, False, False))
+            elif b == a:
+                text = span.keep if span.keep is not None else \
+                    span.open + write(children, a, b) + span.close
+                pieces.append((text, -1, *glued(span)))
+            else:
+                lead_out, trail_out = outside(span)
+                first, last = tgt_words[a], tgt_words[b - 1]
+                lead = _LEAD.match(first).group() if lead_out else ""  # type: ignore[union-attr]
+                trail = _TRAIL.search(last).group() if trail_out else ""  # type: ignore[union-attr]
+                if lead == first or (a == b - 1 and len(lead) + len(trail) >= len(first)):
+                    lead = ""
+                if trail == last[len(lead) if a == b - 1 else 0:]:
+                    trail = ""
+                tgt_words[a] = first[len(lead):]
+                tgt_words[b - 1] = tgt_words[b - 1][:len(tgt_words[b - 1]) - len(trail)]
+                inner = write(children, a, b)
+                tgt_words[a], tgt_words[b - 1] = first, last
+                pieces.append((escape_text(lead) + span.open + inner + span.close
+                               + escape_text(trail), b, False, False))
+            at = b
+        pieces += [(escape_text(tgt_words[j]), j + 1, False, False) for j in range(at, hi)]
+        out = ""
+        for k, (text, end, _, after) in enumerate(pieces):
+            out += text
+            if k + 1 < len(pieces):
+                before = pieces[k + 1][2]
+                out += "" if after or before else \
+                    escape_text(gaps[end - 1]) if end > 0 else " "
+        return out
+
+    return write(arrange(spans, 0, len(tgt_words)), 0, len(tgt_words))
+
+
+_PUNCT_ONLY = re.compile(r"[^\w\s]+")
+_LEAD = re.compile(r"^[^\w\s]*")
+_TRAIL = re.compile(r"[^\w\s]*$")
