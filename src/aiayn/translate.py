@@ -18,10 +18,11 @@ import numpy as np
 import torch
 
 from .checkpoint import Checkpoint
-from .codec import TextCodec
+from .codec import Source, TextCodec
 from .config import ModelConfig
 from .data.corpus import token_batches
 from .data.tokenizer import AnyTokenizer
+from .decode.constraints import constrained_beam_search
 from .decode.ensemble import Ensemble
 from .decode.options import DecodeOptions
 from .decode.search import (
@@ -29,9 +30,11 @@ from .decode.search import (
     beam_search,
     greedy_search,
     length_penalty,
+    max_output_lengths,
     sample_search,
 )
 from .errors import UserError
+from .glossary import Glossary
 from .model import Transformer
 from .runtime import cpu
 from .runtime.compiled import CompiledSteps, auto_compile
@@ -136,14 +139,21 @@ class Translator:
     # -------------------------------------------------------------- translating
     def translate_ids(self, sources: list[list[int]], options: DecodeOptions | None = None, *,
                       on_batch: Callable[[int], None] | None = None,
-                      prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+                      prefixes: list[list[int]] | None = None,
+                      constraints: list[list[list[int]]] | None = None
+                      ) -> list[list[Hypothesis]]:
         """Decode token-id sources in length-sorted, token-bounded batches; input order kept.
 
-        ``prefixes``: per source, target ids every output starts with ([] for none)."""
+        ``prefixes``: per source, target ids every output starts with ([] for none).
+        ``constraints``: per source, terms (target ids each) every output must contain
+        ([] for none): those sources are decoded by constrained beam search."""
         o = options or DecodeOptions()
         if prefixes is not None and len(prefixes) != len(sources):
             raise UserError(f"{len(prefixes)} prefixes for {len(sources)} sentences; give one "
                             "per sentence (an empty line for none)")
+        if constraints is not None and (o.sample or prefixes is not None):
+            raise UserError("a glossary works with beam search; drop --sample and "
+                            "--prefix-file, or the glossary")
         results: list[list[Hypothesis]] = [[] for _ in sources]
         todo = [i for i, s in enumerate(sources) if len(s) > 1]  # only EOS: nothing to translate
         for i in set(range(len(sources))) - set(todo):
@@ -159,6 +169,21 @@ class Translator:
             prefix = None
             if prefixes is not None and any(prefixes[i] for i in rows):
                 prefix = self._pad([prefixes[i] or [-1] for i in rows], fill=-1)
+            bound = [i for i in rows if constraints and constraints[i]]
+            if bound:  # sentences with terms to write: constrained beam search, apart
+                found = constrained_beam_search(
+                    self.model, self._pad([sources[i] for i in bound]),
+                    [constraints[i] for i in bound] if constraints else [], beam=o.beam,
+                    lenpen=o.lenpen, lenpen_form=o.lenpen_form, nbest=o.nbest,
+                    max_len_a=o.max_len_a, max_len_b=o.max_len_b)
+                for i, h in zip(bound, found):
+                    results[i] = h
+                rows = [i for i in rows if i not in set(bound)]
+                if not rows:
+                    if on_batch is not None:
+                        on_batch(len(bound))
+                    continue
+                src = self._pad([sources[i] for i in rows])
             if o.sample:  # each sentence's own generator: seed and input position
                 seeds = [o.seed * 1_000_003 + i for i in rows]
                 hyps = [[h] for h in sample_search(
@@ -177,12 +202,38 @@ class Translator:
             for i, h in zip(rows, hyps):
                 results[i] = h
             if on_batch is not None:
-                on_batch(len(rows))
+                on_batch(len(rows) + len(bound))
         return results
+
+    def constraints(self, sources: list[Source], glossary: Glossary,
+                    options: DecodeOptions) -> list[list[list[int]]]:
+        """Per source, the target ids of the glossary terms found in it; terms that would not
+        fit its length limit together are dropped, each with a warning naming it."""
+        out: list[list[list[int]]] = []
+        for source in sources:
+            terms = glossary.found(source.text)
+            if not terms:
+                out.append([])
+                continue
+            limit = int(max_output_lengths(torch.tensor([source.ids]), self.cfg.pad_id,
+                                           options.max_len_a, options.max_len_b,
+                                           self.cfg.max_len)[0]) - 1  # room for EOS
+            kept, used = [], 0
+            for term in terms:
+                ids = self.codec.encode_target(term, source, limit=10**9)
+                if used + len(ids) > limit:
+                    self.codec.warn(f"glossary term {term!r} does not fit the length limit of "
+                                    f"{source.text[:40]!r}...; dropped")
+                    continue
+                kept.append(ids)
+                used += len(ids)
+            out.append(kept)
+        return out
 
     def translate(self, sentences: Iterable[str], options: DecodeOptions | None = None, *,
                   on_batch: Callable[[float], None] | None = None,
                   prefixes: Iterable[str] | None = None, split_sentences: bool = False,
+                  glossary: Glossary | None = None,
                   ) -> list[str] | list[list[tuple[str, float]]]:
         """Translate lines. nbest 1: one string each; else lists of (text, score).
 
@@ -191,6 +242,8 @@ class Translator:
         between words, with a warning) and joined back (``aiayn.codec``); ``split_sentences``
         splits every line so, as the server splits paragraphs. ``prefixes``: per line, target
         text the translation starts with ("" for none); decoding continues after it.
+        ``glossary``: the target terms of the glossary's terms found in a sentence are written
+        in its translation (lexically constrained beam search, ``aiayn.decode.constraints``).
         """
         o, codec = options or DecodeOptions(), self.codec
         groups = [codec.encode_text(s, i + 1, split=split_sentences)
@@ -210,8 +263,9 @@ class Translator:
         def progress(rows: int) -> None:  # reported in lines
             if on_batch is not None:
                 on_batch(rows * share)
+        constraints = self.constraints(sources, glossary, o) if glossary else None
         hyps = self.translate_ids([s.ids for s in sources], o, prefixes=prefix_ids,
-                                  on_batch=progress)
+                                  on_batch=progress, constraints=constraints)
         lines = codec.decode_lines(groups, hyps)
         if o.nbest == 1:
             return [nbest[0][0] for nbest in lines]
@@ -304,7 +358,8 @@ class Translator:
         return out
 
     def translate_markup(self, documents: Iterable[str], fmt: str = "html",
-                         options: DecodeOptions | None = None) -> list[str]:
+                         options: DecodeOptions | None = None, *,
+                         glossary: Glossary | None = None) -> list[str]:
         """Translate HTML or XML documents sentence by sentence, inline tags placed on the
         target words aligned to the words they covered (``aiayn.markup``)."""
         from .markup import FORMATS, Document
@@ -320,7 +375,7 @@ class Translator:
                 where = f"document {k + 1}: " if len(docs) > 1 else ""
                 self.codec.warn(f"{where}{problem}; translated as well as it can be")
         translations = cast("list[str]", self.translate(
-            [s for doc in docs for s in doc.sources], o))
+            [s for doc in docs for s in doc.sources], o, glossary=glossary))
         out, at = [], 0
         for doc in docs:
             mine = translations[at:at + len(doc.sources)]

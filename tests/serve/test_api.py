@@ -100,6 +100,22 @@ def test_html_is_translated_as_aiayn_translate_format_html_does(server, toy_mode
     assert "<code>x = 1</code>" in expected[0]
 
 
+def test_v1_translate_with_a_glossary(server, toy_model):
+    from aiayn.glossary import Glossary
+    a = SENTENCES[4]
+    terms = [[a.split()[0], "PSI PSI"]]
+    status, answer = server.post("/v1/translate", {"sentences": [a, SENTENCES[5]],
+                                                   "source": "en", "target": "es",
+                                                   "glossary": terms})
+    expected = load(toy_model).translate([a, SENTENCES[5]],
+                                         glossary=Glossary.from_pairs(terms))
+    assert status == 200 and [t["text"] for t in answer["translations"]] == expected
+    assert "PSI PSI" in expected[0]
+    status, answer = server.post("/v1/translate", {"sentences": [a], "source": "en",
+                                                   "target": "es", "glossary": [["x"]]})
+    assert status == 400 and "term 1 is not a (source, target) pair" in answer["error"]
+
+
 @pytest.mark.parametrize("payload,status,message", [
     ({"source": "en", "target": "es"}, 400, "Invalid request: missing q parameter"),
     ({"q": "alpha", "target": "es"}, 400, "Invalid request: missing source parameter"),

@@ -8,6 +8,7 @@ import sys
 from typing import cast
 
 from ..errors import UserError
+from ..glossary import Glossary
 from ..outputs import output_file
 from .common import (
     add_decoding_flags,
@@ -74,12 +75,13 @@ def translate_command(args: argparse.Namespace) -> None:
                            ("--prefix-file", args.prefix_file), ("--sample", args.sample)):
             if used:
                 raise UserError(f"{flag} works on text, not --format {args.format}; drop one")
+    glossary = Glossary.read(args.glossary) if args.glossary else None
     translator = load(args.checkpoint, device=args.device, int8=args.int8,
                       compile=args.compile)  # fails first
     if args.format != "text":
         document = read_text(args.input)
-        write_output(translator.translate_markup([document], args.format, options)[0],
-                     args.output)
+        write_output(translator.translate_markup([document], args.format, options,
+                                                 glossary=glossary)[0], args.output)
         return
     lines = read_lines(args.input)
     bar = None
@@ -93,7 +95,8 @@ def translate_command(args: argparse.Namespace) -> None:
             raise UserError(f"--prefix-file {args.prefix_file} has {len(prefixes)} lines but "
                             f"the input {len(lines)}; give one prefix per line (empty for none)")
     out = translator.translate(lines, options, on_batch=bar.update if bar else None,
-                               prefixes=prefixes, split_sentences=args.split_sentences)
+                               prefixes=prefixes, split_sentences=args.split_sentences,
+                               glossary=glossary)
     if bar:
         bar.close()
     if args.nbest == 1:
@@ -127,10 +130,15 @@ def score_command(args: argparse.Namespace) -> None:
 def evaluate_command(args: argparse.Namespace) -> None:
     from ..evaluate import evaluate
     options = decode_options(args)  # flags are checked before any file is read
+    glossary = Glossary.read(args.glossary) if args.glossary else None
     result = evaluate(args.checkpoint, read_lines(args.src), read_lines(args.ref), options,
-                      device=args.device, int8=args.int8, compile=args.compile)
+                      device=args.device, int8=args.int8, compile=args.compile,
+                      glossary=glossary)
     print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+    if "terms_kept" in result:
+        print(f"glossary terms kept = {100 * result['terms_kept']:.1f}%  (of "
+              f"{result['term_sentences']} sentences with terms)")
     if "placeholders_kept" in result:
         print(f"placeholders kept = {100 * result['placeholders_kept']:.1f}%  (of "
               f"{result['placeholder_sentences']} sentences with placeholders)")

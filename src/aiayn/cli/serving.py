@@ -34,6 +34,9 @@ def add_serve(sub) -> None:
                    help="how long a round waits for more requests (default: 10)")
     p.add_argument("--queue-size", type=int, default=256, metavar="REQUESTS",
                    help="requests waiting at most; more get 503 at once (default: 256)")
+    p.add_argument("--glossary", metavar="TSV",
+                   help="'source term<TAB>target term' lines applied to every request "
+                        "(/v1/translate adds its own 'glossary' pairs)")
     p.add_argument("--api-keys", metavar="FILE",
                    help="require an api_key from this file (one key a line); others get 403")
     p.add_argument("--req-limit", type=int, default=0, metavar="PER_MINUTE",
@@ -87,6 +90,7 @@ def serve_command(args: argparse.Namespace) -> None:
         require(module, "serve", "serve")
     uvicorn = require("uvicorn", "serve", "serve")
 
+    from ..glossary import Glossary
     from ..serve.app import Settings, create_app
     keys = None
     if args.api_keys:
@@ -106,7 +110,8 @@ def serve_command(args: argparse.Namespace) -> None:
                         max_body_bytes=args.max_body_bytes, timeout=args.timeout,
                         batch_tokens=args.batch_tokens, max_wait_ms=args.max_wait_ms,
                         queue_size=args.queue_size, api_keys=keys, req_limit=args.req_limit,
-                        beam=args.beam)
+                        beam=args.beam,
+                        glossary=Glossary.read(args.glossary) if args.glossary else None)
     if args.keep_freed_mib < 0:
         raise UserError("--keep-freed-mib must be >= 0")
     from ..runtime.cpu import reuse_freed_memory

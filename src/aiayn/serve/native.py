@@ -1,6 +1,7 @@
 """aiayn's own routes: ``POST /v1/translate`` (sentences as given, beam, n-best, scores,
-alignments), ``POST /v1/attention`` (tokens and per-layer, per-head cross-attention, for the
-page), ``GET /metrics`` (Prometheus text format) and ``GET /`` (the attention page)."""
+alignments, a glossary), ``POST /v1/attention`` (tokens and per-layer, per-head
+cross-attention, for the page), ``GET /metrics`` (Prometheus text format) and ``GET /``
+(the attention page)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ async def v1_translate(service: Service, request: Request) -> JSONResponse:
                                                         DecodeOptions.default("lenpen"))))
     except (UserError, TypeError, ValueError) as err:
         raise ApiError(400, f"Invalid request: {err}") from None
-    found = await service.decode(model, sentences, options)
+    found = await service.decode(model, sentences, options,
+                                 service.glossary(values.get("glossary")))
     out = []
     for nbest in found:
         (text, score), rest = nbest[0], nbest[1:]

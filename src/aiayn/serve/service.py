@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..decode.options import DecodeOptions
 from ..detect import LanguageDetector
 from ..errors import UserError
+from ..glossary import Glossary
 from ..translate import Translator
 from .batching import Batcher
 from .http import ApiError, Gate, Metrics
@@ -28,6 +29,7 @@ class Settings:
     api_keys: frozenset[str] | None = None
     req_limit: int = 0  # requests per minute per API key or client address; 0 = no limit
     beam: int = DecodeOptions.default("beam")
+    glossary: Glossary | None = None  # the terms of every request
 
 
 @dataclass
@@ -95,14 +97,35 @@ class Service:
             raise ApiError(400, f"{source} to {target} is not supported")
         return model, None
 
-    async def decode(self, model: Model, sentences: list[str],
-                     options: DecodeOptions) -> list[list[tuple[str, float]]]:
+    def glossary(self, terms=None) -> Glossary | None:
+        """The service's glossary with a request's ``terms`` ((source, target) pairs or a
+        mapping) added; 400 for terms that are not pairs of strings."""
+        if not terms:
+            return self.settings.glossary
+        try:
+            extra = Glossary.from_pairs(terms)
+        except UserError as err:
+            raise ApiError(400, f"Invalid request: {err}") from None
+        return Glossary((self.settings.glossary.terms if self.settings.glossary else ())
+                        + extra.terms)
+
+    async def decode(self, model: Model, sentences: list[str], options: DecodeOptions,
+                     glossary: Glossary | None = None) -> list[list[tuple[str, float]]]:
         """Each sentence's n-best translations as (text, score), through the model's codec
-        (as `aiayn translate` decodes them)."""
-        codec = model.translator.codec
+        (as `aiayn translate` decodes them). Sentences with glossary terms (the service's by
+        default) are decoded by constrained beam search on the decoding thread between
+        rounds."""
+        translator, codec = model.translator, model.translator.codec
         groups = [codec.encode_text(s) for s in sentences]  # past the limit: in pieces
-        hyps = await self.wait(self.batcher.submit(
-            model.name, [source.ids for group in groups for source in group], options))
+        sources = [source for group in groups for source in group]
+        glossary = glossary or self.settings.glossary
+        constraints = translator.constraints(sources, glossary, options) if glossary else None
+        if constraints and any(constraints):
+            hyps = await self.run_alone(model, lambda: translator.translate_ids(
+                [s.ids for s in sources], options, constraints=constraints))
+        else:
+            hyps = await self.wait(self.batcher.submit(model.name, [s.ids for s in sources],
+                                                       options))
         return codec.decode_lines(groups, hyps)
 
     async def run_alone(self, model: Model, call):
