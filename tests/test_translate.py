@@ -58,3 +58,35 @@ def test_int8_translator_quantizes_every_linear_layer_and_translates(tiny_checkp
         b = int8.model(src, torch.tensor([[2, 13, 14]]))
     assert (a - b).abs().max() < 0.1 * a.abs().max()  # close, not equal
     assert len(int8.translate(["alpha beta", "gamma"], DecodeOptions(beam=2))) == 2
+
+
+def test_source_auto_picks_the_model_of_each_line_language(toy_model, tmp_path, capsys):
+    from aiayn import Transformer
+    from aiayn import checkpoint as ckpt
+    from aiayn.checkpoint import Checkpoint
+    from aiayn.cli import main
+    from aiayn.translate import load
+    from tests.test_cli import fails
+    toy = Checkpoint.open(toy_model)
+    torch.manual_seed(1)
+    other = Transformer(toy.config)  # untrained: its outputs differ from the toy model's
+    german = ckpt.save_checkpoint(tmp_path / "de", "step_0000001", other, toy.config,
+                                  toy.tokenizer, languages={"source": "de", "target": "es"})
+    lines = ["This is a small house and the dog sleeps in the garden.",
+             "Das ist ein kleines Haus und der Hund schläft im Garten.", "",
+             "Where is the station, please?"]
+    (tmp_path / "in").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    assert main(["translate", "--checkpoint", str(toy_model), "--checkpoint", str(german),
+                 "--source", "auto", "--no-compile", "-i", str(tmp_path / "in"),
+                 "-o", str(tmp_path / "out")]) == 0
+    english, de = load(toy_model, compile=False), load(german, compile=False)
+    expected = [english.translate([lines[0]])[0], de.translate([lines[1]])[0], "",
+                english.translate([lines[3]])[0]]
+    assert (tmp_path / "out").read_text(encoding="utf-8").splitlines() == expected
+    assert expected[0] != de.translate([lines[0]])[0]
+    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--checkpoint", str(german),
+                   "--source", "fr", "-i", str(tmp_path / "in")],
+          "--source fr: no --checkpoint reads it (they read de, en)")
+    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--checkpoint", str(toy_model),
+                   "--source", "auto", "-i", str(tmp_path / "in")],
+          "two --checkpoint models read en")

@@ -4,10 +4,14 @@ lingua (``lingua-language-detector``, the detector LibreTranslate uses) scores t
 fixed set of candidates, here the served models' source languages only: a detector asked to
 choose among two languages is more accurate than one asked among seventy, and a language no
 model reads is no use as an answer. A single candidate is the answer with full confidence.
+Placeholders and markup (``aiayn.placeholders``: ``%s``, ``{0}``, ``<b>``, ``&amp;``) are taken
+out of the text first: they belong to no language, and in short software strings they
+outweighed the words.
 """
 
 from __future__ import annotations
 
+from . import placeholders
 from .errors import UserError, require
 
 
@@ -37,6 +41,10 @@ class LanguageDetector:
         first (as LibreTranslate's ``/detect`` answers)."""
         if self.detector is None:
             return [(code, 100.0) for code in self.codes]
-        found = self.detector.compute_language_confidence_values(text)
+        words = text
+        for placeholder in placeholders.find(text):  # %s, {0}, <b>, &amp;: no language's
+            words = words.replace(placeholder, " ")
+        found = self.detector.compute_language_confidence_values(words if words.strip()
+                                                                 else text)
         return [(self.languages[c.language], round(100 * c.value, 2)) for c in found
                 if c.language in self.languages]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import UserError
 from ..glossary import Glossary
 from ..outputs import output_file
+
+if TYPE_CHECKING:
+    from ..translate import Translator
 from .common import (
     add_decoding_flags,
     decode_options,
@@ -36,6 +39,11 @@ def add_translate_evaluate(sub) -> None:
                    help="translate every line sentence by sentence (sentencex), as `aiayn "
                         "serve` does paragraphs; by default only a line past the model's "
                         "length limit is split, so that nothing is cut")
+    p.add_argument("--source", metavar="LANG|auto",
+                   help="with several --checkpoint models of different source languages: "
+                        "translate with the one that reads LANG, or (auto) with the one of the "
+                        "language each line is detected in (lingua, extra serve); without it, "
+                        "several checkpoints are an ensemble")
     p.add_argument("--format", choices=("text", "html", "xml"), default="text",
                    help="text: one sentence per line (the default); html or xml: the input is "
                         "one document whose sentences are translated whole and whose inline "
@@ -66,7 +74,6 @@ def add_translate_evaluate(sub) -> None:
 
 
 def translate_command(args: argparse.Namespace) -> None:
-    from ..translate import load
     options = decode_options(args)
     if args.output:
         output_file(args.output, "-o", args.input, args.prefix_file)
@@ -76,39 +83,84 @@ def translate_command(args: argparse.Namespace) -> None:
             if used:
                 raise UserError(f"{flag} works on text, not --format {args.format}; drop one")
     glossary = Glossary.read(args.glossary) if args.glossary else None
-    translator = load(args.checkpoint, device=args.device, int8=args.int8,
-                      compile=args.compile)  # fails first
+    translators = _translators(args)  # fails first
     if args.format != "text":
         document = read_text(args.input)
+        translator = _pick(translators, args.source, [document])[0]
         write_output(translator.translate_markup([document], args.format, options,
                                                  glossary=glossary)[0], args.output)
         return
     lines = read_lines(args.input)
-    bar = None
-    if args.output:
-        from tqdm import tqdm
-        bar = tqdm(total=len(lines), unit="sent", file=sys.stderr)
     prefixes = None
     if args.prefix_file:
         prefixes = read_lines(args.prefix_file)
         if len(prefixes) != len(lines):
             raise UserError(f"--prefix-file {args.prefix_file} has {len(prefixes)} lines but "
                             f"the input {len(lines)}; give one prefix per line (empty for none)")
-    out = translator.translate(lines, options, on_batch=bar.update if bar else None,
-                               prefixes=prefixes, split_sentences=args.split_sentences,
-                               glossary=glossary)
+    bar = None
+    if args.output:
+        from tqdm import tqdm
+        bar = tqdm(total=len(lines), unit="sent", file=sys.stderr)
+    chosen = _pick(translators, args.source, lines)
+    outputs = [""] * len(lines)
+    for translator in {id(t): t for t in chosen}.values():
+        rows = [i for i, t in enumerate(chosen) if t is translator]
+        mine = [lines[i] for i in rows]
+        out = translator.translate(mine, options, on_batch=bar.update if bar else None,
+                                   prefixes=[prefixes[i] for i in rows] if prefixes else None,
+                                   split_sentences=args.split_sentences, glossary=glossary)
+        for k, i in enumerate(rows):
+            if args.nbest == 1:
+                best = cast("str", out[k])
+                if args.alignments:
+                    best = f"{best}\t{translator.align(lines[i], best)}"
+                outputs[i] = one_line(best) + "\n"
+            else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
+                nbest = cast("list[tuple[str, float]]", out[k])
+                outputs[i] = "".join(f"{i}\t{x:.4f}\t{one_line(t)}\n" for t, x in nbest)
     if bar:
         bar.close()
-    if args.nbest == 1:
-        best = cast("list[str]", out)
-        if args.alignments:
-            best = [f"{o}\t{translator.align(src, o)}" for src, o in zip(lines, best)]
-        text = "".join(one_line(o) + "\n" for o in best)
-    else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
-        nbest = cast("list[list[tuple[str, float]]]", out)
-        text = "".join(f"{i}\t{s:.4f}\t{one_line(t)}\n" for i, o in enumerate(nbest)
-                       for t, s in o)
-    write_output(text, args.output)
+    write_output("".join(outputs), args.output)
+
+
+def _translators(args: argparse.Namespace) -> dict[str, Translator]:
+    """The checkpoints as one translator (an ensemble when several), or with ``--source``
+    one translator per source language."""
+    from ..checkpoint import Checkpoint
+    from ..translate import load
+    if not args.source:
+        return {"": load(args.checkpoint, device=args.device, int8=args.int8,
+                         compile=args.compile)}
+    models: dict[str, Translator] = {}
+    for path in args.checkpoint:
+        checkpoint = Checkpoint.open(path)
+        if checkpoint.languages is None:
+            raise UserError(f"--checkpoint {path}: its language pair is unknown, so --source "
+                            "cannot pick it; prepare with --src-lang/--tgt-lang")
+        source = checkpoint.languages["source"]
+        if source in models:
+            raise UserError(f"two --checkpoint models read {source}; with --source give one "
+                            "model per source language")
+        models[source] = load(checkpoint, device=args.device, int8=args.int8,
+                              compile=args.compile)
+    if args.source != "auto" and args.source not in models:
+        raise UserError(f"--source {args.source}: no --checkpoint reads it (they read "
+                        f"{', '.join(sorted(models))})")
+    return models
+
+
+def _pick(translators: dict[str, Translator], source: str | None,
+          texts: list[str]) -> list[Translator]:
+    """The translator of each text: the only one, the one of ``source``, or the one of the
+    language each text is detected in (``auto``; an empty line takes the first)."""
+    if not source:
+        return [translators[""]] * len(texts)
+    if source != "auto":
+        return [translators[source]] * len(texts)
+    from ..detect import LanguageDetector
+    detector = LanguageDetector(list(translators))
+    first = sorted(translators)[0]
+    return [translators[detector.detect(t)[0][0] if t.strip() else first] for t in texts]
 
 
 def score_command(args: argparse.Namespace) -> None:
