@@ -17,7 +17,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(TORCH_FLAGS) torch==$(TORCH_VERSION)
-	$(PY) -m pip install --quiet -e '.[test,interop,serve]'
+	$(PY) -m pip install --quiet -e '.[test,interop,serve,documents]'
 	touch $@
 
 # lint, type check, the suite, then the numerics again on narrower instruction sets: PyTorch's kernels

@@ -80,6 +80,8 @@ class Translator:
         # the source's, for splitting lines past the model's length limit into sentences
         self.codec = TextCodec(tokenizer, self.cfg, placeholders=placeholders,
                                language=language, warn=warn)
+        # the checkpoint's pair ({"source": "en", "target": "es"}) when it knows it
+        self.languages: dict[str, str] | None = None
 
     @classmethod
     def load(cls, path: str | Path | Checkpoint | list, *, device: str = "cpu",
@@ -126,8 +128,10 @@ class Translator:
             models = [CompiledSteps(m, background=background) for m in models]
         model = models[0] if len(models) == 1 else Ensemble(models)
         languages = checkpoints[0].languages or {"source": "en"}
-        return cls(model.to(device), checkpoints[0].tokenizer, placeholders=protect,
-                   language=languages["source"])
+        translator = cls(model.to(device), checkpoints[0].tokenizer, placeholders=protect,
+                         language=languages["source"])
+        translator.languages = checkpoints[0].languages
+        return translator
 
     def _pad(self, rows: list[list[int]], fill: int | None = None) -> torch.Tensor:
         fill = self.cfg.pad_id if fill is None else fill

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from ..errors import UserError
@@ -44,6 +45,13 @@ def add_translate_evaluate(sub) -> None:
                         "translate with the one that reads LANG, or (auto) with the one of the "
                         "language each line is detected in (lingua, extra serve); without it, "
                         "several checkpoints are an ensemble")
+    p.add_argument("--file", metavar="IN",
+                   help="translate a whole file into -o OUT, in its own format: .txt, .html, "
+                        ".xml, .srt, .po/.pot (new translations marked fuzzy), .docx "
+                        "(formatting kept); extra documents for .po and .docx")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --file on a gettext catalog: translate entries that already "
+                        "have a translation too")
     p.add_argument("--format", choices=("text", "html", "xml"), default="text",
                    help="text: one sentence per line (the default); html or xml: the input is "
                         "one document whose sentences are translated whole and whose inline "
@@ -75,6 +83,10 @@ def add_translate_evaluate(sub) -> None:
 
 def translate_command(args: argparse.Namespace) -> None:
     options = decode_options(args)
+    if args.file:
+        return translate_file_command(args, options)
+    if args.overwrite:
+        raise UserError("--overwrite works with --file on a gettext catalog; drop it")
     if args.output:
         output_file(args.output, "-o", args.input, args.prefix_file)
     if args.format != "text":
@@ -121,6 +133,32 @@ def translate_command(args: argparse.Namespace) -> None:
     if bar:
         bar.close()
     write_output("".join(outputs), args.output)
+
+
+def translate_file_command(args: argparse.Namespace, options) -> None:
+    from ..documents import extension, translate_document
+    for flag, used in (("-i", args.input), ("--nbest", args.nbest != 1),
+                       ("--alignments", args.alignments), ("--prefix-file", args.prefix_file),
+                       ("--sample", args.sample), ("--format", args.format != "text")):
+        if used:
+            raise UserError(f"{flag} does not go with --file; drop one")
+    if not args.output:
+        raise UserError("--file needs -o OUT, the translated file to write")
+    source, target = Path(args.file), Path(args.output)
+    kind, out_kind = extension(source), extension(target)
+    alike = {".htm": ".html", ".pot": ".po"}
+    if alike.get(kind, kind) != alike.get(out_kind, out_kind):
+        raise UserError(f"-o {target.name} is a {out_kind} file but --file {source.name} is "
+                        f"{kind}; give the output the input's extension")
+    if not source.is_file():
+        raise UserError(f"--file {source}: no such file")
+    output_file(args.output, "-o", args.file)
+    glossary = Glossary.read(args.glossary) if args.glossary else None
+    translator = _pick(_translators(args), args.source,
+                       [source.read_bytes().decode("utf-8", "replace")[:2000]])[0]
+    data = translate_document(translator, source.read_bytes(), kind, options,
+                              glossary=glossary, overwrite=args.overwrite)
+    target.write_bytes(data)
 
 
 def _translators(args: argparse.Namespace) -> dict[str, Translator]:

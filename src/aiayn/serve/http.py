@@ -102,6 +102,21 @@ class Gate:
         self.admit(request, values)
         return values
 
+    async def upload(self, request: Request) -> tuple[dict[str, Any], str, bytes]:
+        """A multipart form's fields, and its ``file``'s name and content, once the API key
+        and the rate limit admit it; 400 without a file."""
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "multipart/form-data":
+            raise ApiError(400, "Invalid request: send the file as multipart/form-data")
+        request._body = await self.body(request)  # parsed from what was read
+        form = await request.form()
+        values = {k: v for k, v in form.items() if isinstance(v, str)}
+        self.admit(request, values)
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise ApiError(400, "Invalid request: missing file parameter")
+        return values, upload.filename or "file", await upload.read()
+
     async def _parse(self, request: Request) -> dict[str, Any]:
         body = await self.body(request)
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -1,16 +1,21 @@
 """LibreTranslate's API, so that its clients work unchanged: ``POST /translate``,
-``GET /languages``, ``GET /frontend/settings``, ``GET /health`` and ``POST /detect``, with its
+``POST /translate_file`` (and ``GET /download_file/NAME``), ``GET /languages``,
+``GET /frontend/settings``, ``GET /health`` and ``POST /detect``, with its
 field names, status codes and ``{"error": ...}`` answers."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
+from pathlib import PurePath
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from ..decode.options import DecodeOptions
+from ..documents import FORMATS
+from ..errors import UserError
 from ..markup import Document
 from .http import ApiError
 from .service import Service
@@ -98,6 +103,46 @@ def _lines(lines: list[list[str]], translations: list[str]) -> str:
     return join_sentences([[next(it) for _ in line] for line in lines])
 
 
+async def translate_file(service: Service, request: Request) -> JSONResponse:
+    """LibreTranslate's file translation: a multipart upload (``file``, ``source``,
+    ``target``), translated in its own format (``aiayn.documents``); the answer's
+    ``translatedFileUrl`` downloads it."""
+    from ..documents import extension, translate_document
+    values, filename, data = await service.gate.upload(request)
+    for name in ("source", "target"):
+        if not values.get(name):
+            raise ApiError(400, f"Invalid request: missing {name} parameter")
+    try:
+        kind = extension(filename)
+    except UserError as err:
+        raise ApiError(400, f"Invalid request: {err}") from None
+    if not data.strip():
+        raise ApiError(400, "Invalid request: the file is empty")
+    model, _ = service.model_for(values["source"], values["target"],
+                                 data[:4000].decode("utf-8", "replace"))
+    translator, settings = model.translator, service.settings
+    options = DecodeOptions(beam=settings.beam)
+    try:
+        out = await service.run_alone(model, lambda: translate_document(
+            translator, data, kind, options, glossary=settings.glossary))
+    except UserError as err:
+        raise ApiError(400, f"Invalid request: {err}") from None
+    name = f"{uuid.uuid4().hex}.{PurePath(filename).name}"
+    service.keep_file(name, out)
+    return JSONResponse({"translatedFileUrl": f"{str(request.base_url)}download_file/{name}"})
+
+
+async def download_file(service: Service, request: Request) -> Response:
+    name = request.path_params["name"]
+    data = service.files.get(name)
+    if data is None:
+        raise ApiError(404, "Invalid request: no such file (translated files are kept for a "
+                            "while only)")
+    original = name.split(".", 1)[-1]
+    return Response(data, media_type="application/octet-stream",
+                    headers={"Content-Disposition": f'attachment; filename="{original}"'})
+
+
 async def languages(service: Service, request: Request) -> JSONResponse:
     codes: dict[str, set[str]] = defaultdict(set)
     for m in service.models.values():
@@ -113,7 +158,7 @@ async def frontend_settings(service: Service, request: Request) -> JSONResponse:
     return JSONResponse({
         "charLimit": service.settings.char_limit, "frontendTimeout": 500,
         "apiKeys": keys, "keyRequired": keys, "suggestions": False,
-        "filesTranslation": False, "supportedFilesFormat": [],
+        "filesTranslation": True, "supportedFilesFormat": list(FORMATS),
         "language": {"source": {"code": first.source, "name": language_name(first.source)},
                      "target": {"code": first.target, "name": language_name(first.target)}},
     })
@@ -137,4 +182,5 @@ async def detect(service: Service, request: Request) -> JSONResponse:
 
 ROUTES = [("/translate", translate, ["POST"]), ("/languages", languages, ["GET"]),
           ("/frontend/settings", frontend_settings, ["GET"]), ("/health", health, ["GET"]),
-          ("/detect", detect, ["POST"])]
+          ("/detect", detect, ["POST"]), ("/translate_file", translate_file, ["POST"]),
+          ("/download_file/{name}", download_file, ["GET"])]

@@ -4,6 +4,7 @@ limits, and language detection among the models' languages."""
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..decode.options import DecodeOptions
@@ -13,6 +14,8 @@ from ..glossary import Glossary
 from ..translate import Translator
 from .batching import Batcher
 from .http import ApiError, Gate, Metrics
+
+KEEP_FILES, KEEP_BYTES = 64, 256 << 20  # translated files kept for download
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,15 @@ class Service:
             on_batch=self.metrics.batch_done)
         self.gate = Gate(settings.max_body_bytes, settings.api_keys, settings.req_limit)
         self.detectors: dict[tuple[str, ...], LanguageDetector] = {}
+        self.files: OrderedDict[str, bytes] = OrderedDict()  # translated, for download
+
+    def keep_file(self, name: str, data: bytes) -> None:
+        """Keep a translated file for download: the latest ``KEEP_FILES`` files, at most
+        ``KEEP_BYTES`` together, the oldest dropped first."""
+        self.files[name] = data
+        while len(self.files) > KEEP_FILES or (
+                len(self.files) > 1 and sum(map(len, self.files.values())) > KEEP_BYTES):
+            self.files.popitem(last=False)
 
     def check_chars(self, chars: int) -> None:
         """400 for a request of more than ``char_limit`` characters."""

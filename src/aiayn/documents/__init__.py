@@ -1,0 +1,82 @@
+"""Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs and Word
+documents, each written back in its own format.
+
+    out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
+
+A format is a function from the file's bytes to the translated file's bytes; every format's
+text goes through the translator (``Translator.translate``, or ``translate_markup`` for inline
+formatting), so placeholders, glossaries and length limits work as they do on the command
+line. A file that is not what its extension says is one ``UserError`` naming the problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..decode.options import DecodeOptions
+    from ..glossary import Glossary
+    from ..translate import Translator
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a format needs besides the file: the translator and how to decode."""
+
+    translator: "Translator"
+    options: "DecodeOptions | None" = None
+    glossary: "Glossary | None" = None
+    overwrite: bool = False  # gettext: translate entries that already have a translation
+
+    def lines(self, texts: list[str]) -> list[str]:
+        """Paragraphs translated sentence by sentence, as the server translates them."""
+        from typing import cast
+        return cast("list[str]", self.translator.translate(
+            texts, self.options, split_sentences=True, glossary=self.glossary))
+
+    def markup(self, documents: list[str], fmt: str = "html") -> list[str]:
+        return self.translator.translate_markup(documents, fmt, self.options,
+                                                glossary=self.glossary)
+
+
+def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
+    from . import gettext, subtitles, text, word
+    return {".txt": text.translate_text, ".html": text.translate_html,
+            ".htm": text.translate_html, ".xhtml": text.translate_xml,
+            ".xml": text.translate_xml, ".srt": subtitles.translate_srt,
+            ".po": gettext.translate_po, ".pot": gettext.translate_po,
+            ".docx": word.translate_docx}
+
+
+FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx")
+
+
+def extension(name: str | Path) -> str:
+    """A file's format by its extension; a UserError for one no format reads."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in FORMATS:
+        raise UserError(f"{Path(name).name}: files of type {suffix or '(no extension)'} are "
+                        f"not translated; give one of {', '.join(FORMATS)}")
+    return suffix
+
+
+def translate_document(translator: "Translator", data: bytes, suffix: str,
+                       options: "DecodeOptions | None" = None, *,
+                       glossary: "Glossary | None" = None, overwrite: bool = False) -> bytes:
+    """The file ``data`` of format ``suffix`` (".po", ...) translated, in the same format."""
+    if not data.strip():
+        raise UserError("the file is empty; there is nothing to translate")
+    return _formats()[suffix](data, Job(translator, options, glossary, overwrite))
+
+
+def decode_utf8(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise UserError(f"{what}: line {line} is not valid UTF-8; convert the file to "
+                        "UTF-8") from None

@@ -1,0 +1,67 @@
+"""gettext catalogs (.po, .pot) read and written by polib: each untranslated entry's msgid
+becomes its msgstr, marked fuzzy for a translator to review (as msgmerge marks its guesses).
+
+Entries already translated (and not fuzzy) are kept unless ``overwrite``; obsolete entries and
+the header are never touched. A plural entry's first form is the singular's translation and
+every other form the plural's (``nplurals`` from the header's Plural-Forms, 2 when it has
+none). msgctxt, comments, references and flags (c-format, python-format) are kept; whether the
+placeholders survive is the model's: a model trained with ``prepare --placeholders`` masks
+them (``aiayn.placeholders``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import UserError, require
+from . import Job, decode_utf8
+
+
+def translate_po(data: bytes, job: Job) -> bytes:
+    polib = require("polib", "gettext catalogs", "documents")
+    text = decode_utf8(data, "gettext catalog")
+    try:
+        catalog = polib.pofile(text, wrapwidth=78)
+    except (OSError, ValueError) as err:
+        raise UserError(f"not a gettext catalog: {err}") from None
+    match = re.search(r"nplurals\s*=\s*(\d+)", catalog.metadata.get("Plural-Forms", ""))
+    nplurals = int(match.group(1)) if match else 2
+    todo = []
+    for entry in catalog:
+        if entry.obsolete or not entry.msgid:
+            continue
+        done = entry.translated() and "fuzzy" not in entry.flags
+        if not done or job.overwrite:
+            todo.append(entry)
+    texts = [t for e in todo for t in ([e.msgid, e.msgid_plural] if e.msgid_plural
+                                       else [e.msgid])]
+    out = iter(_translate(job, texts))
+    for entry in todo:
+        if entry.msgid_plural:
+            singular, plural = next(out), next(out)
+            entry.msgstr_plural = {k: singular if k == 0 else plural for k in range(nplurals)}
+        else:
+            entry.msgstr = next(out)
+        if "fuzzy" not in entry.flags:
+            entry.flags.insert(0, "fuzzy")
+    languages = job.translator.languages
+    if languages and not catalog.metadata.get("Language"):
+        catalog.metadata["Language"] = languages["target"]
+    return str(catalog).encode("utf-8")
+
+
+def _translate(job: Job, texts: list[str]) -> list[str]:
+    """Each text translated line by line, its line breaks and edge whitespace kept."""
+    lines = [line for t in texts for line in t.split("\n")]
+    todo = [k for k, line in enumerate(lines) if line.strip()]
+    done = job.lines([lines[k].strip() for k in todo])
+    for k, translation in zip(todo, done):
+        line = lines[k]
+        lines[k] = line[:len(line) - len(line.lstrip())] + translation + \
+            line[len(line.rstrip()):]
+    out, at = [], 0
+    for t in texts:
+        n = t.count("\n") + 1
+        out.append("\n".join(lines[at:at + n]))
+        at += n
+    return out

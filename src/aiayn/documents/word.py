@@ -1,0 +1,137 @@
+"""Word documents (.docx, python-docx): paragraphs of the body, of tables (nested ones too) and
+of headers and footers, translated with their runs' formatting (bold, italic, fonts...) and
+their hyperlinks carried by the markup path.
+
+A paragraph's runs become one sentence of markup: a run with formatting of its own is a
+``<span data-r=K>``, a hyperlink an ``<a data-h=K>``, adjacent runs formatted alike one span;
+``Translator.translate_markup`` translates the sentence whole and puts each span around the
+words aligned to its text, and the paragraph's runs are written again from the result, each
+with a copy of its span's run properties. A paragraph holding more than runs, hyperlinks and
+bookmarks (fields, drawings, tabs and breaks inside runs) is translated run by run in place,
+so nothing in it is lost.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import io
+
+from ..errors import UserError, require
+from ..markup.parse import Element, Text, parse_html
+from . import Job
+
+_SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd"}
+_SIMPLE_RUN = {"rPr", "t"}
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def translate_docx(data: bytes, job: Job) -> bytes:
+    docx = require("docx", "Word documents", "documents")
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except Exception as err:  # python-docx raises zip, XML and package errors alike
+        raise UserError(f"not a Word document (.docx): {err}") from None
+    paragraphs = [p for p in _paragraphs(document) if p.text.strip()]
+    whole = [p for p in paragraphs if _simple(p)]
+    in_place = [p for p in paragraphs if not _simple(p)]
+    plans = [_markup(p) for p in whole]
+    translated = job.markup([markup for markup, _ in plans]) if plans else []
+    for paragraph, (_, parts), out in zip(whole, plans, translated):
+        _rewrite(paragraph, parts, out)
+    runs = [r for p in in_place for r in p.runs if r.text.strip()]
+    for run, text in zip(runs, job.lines([r.text.strip() for r in runs])):
+        run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
+            run.text[len(run.text.rstrip()):]
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def _paragraphs(document):
+    """Every paragraph: the body's, its tables' (and theirs), headers' and footers'."""
+    def of(container):
+        yield from container.paragraphs
+        for table in getattr(container, "tables", []):
+            for row in table.rows:
+                for cell in row.cells:
+                    yield from of(cell)
+    yield from of(document)
+    for section in document.sections:
+        for part in (section.header, section.footer):
+            if not part.is_linked_to_previous:
+                yield from of(part)
+
+
+def _simple(paragraph) -> bool:
+    element = paragraph._p
+    if any(_local(child.tag) not in _SIMPLE_PARAGRAPH for child in element):
+        return False
+    for run in element.iter():
+        if _local(run.tag) == "r" and any(_local(c.tag) not in _SIMPLE_RUN for c in run):
+            return False
+    return True
+
+
+def _markup(paragraph) -> tuple[str, list]:
+    """The paragraph as one sentence of markup, and what each span number stands for: a run's
+    properties (an rPr element or None) or a hyperlink element."""
+    from docx.text.hyperlink import Hyperlink
+    parts: list = []
+    pieces: list[str] = []
+    last_key = None
+    for item in paragraph.iter_inner_content():
+        if isinstance(item, Hyperlink):
+            parts.append(item._hyperlink)
+            pieces.append(f'<a data-h="{len(parts) - 1}">{html.escape(item.text)}</a>')
+            last_key = None
+            continue
+        rpr = item._r.rPr
+        key = None if rpr is None else rpr.xml
+        text = html.escape(item.text)
+        if key is None:
+            pieces.append(text)
+        elif key == last_key and pieces[-1].endswith("</span>"):  # formatted alike: one span
+            pieces[-1] = pieces[-1][:-len("</span>")] + text + "</span>"
+        else:
+            parts.append(rpr)
+            pieces.append(f'<span data-r="{len(parts) - 1}">{text}</span>')
+        last_key = key
+    return "".join(pieces), parts
+
+
+def _rewrite(paragraph, parts: list, translated: str) -> None:
+    """The paragraph's runs and hyperlinks replaced by the translation's."""
+    from docx.oxml.ns import qn
+    element = paragraph._p
+    for child in list(element):
+        if _local(child.tag) in ("r", "hyperlink", "proofErr"):
+            element.remove(child)
+
+    def run(text: str, rpr) -> object:
+        r = element.makeelement(qn("w:r"), {})
+        if rpr is not None:
+            r.append(copy.deepcopy(rpr))
+        t = r.makeelement(qn("w:t"), {})
+        t.text = text
+        t.set("{http://www.w3.org/XML/1998/namespace}space", "preserve")
+        r.append(t)
+        return r
+
+    root, _ = parse_html(translated)
+    for node in root.children:
+        if isinstance(node, Text):
+            element.append(run(node.text, None))
+        elif isinstance(node, Element) and node.attr("data-r") is not None:
+            element.append(run(node.text(), parts[int(node.attr("data-r") or 0)]))
+        elif isinstance(node, Element) and node.attr("data-h") is not None:
+            link = copy.deepcopy(parts[int(node.attr("data-h") or 0)])
+            runs = [c for c in link if _local(c.tag) == "r"]
+            rpr = runs[0].find(qn("w:rPr")) if runs else None
+            for child in runs:
+                link.remove(child)
+            link.append(run(node.text(), rpr))
+            element.append(link)
