@@ -139,6 +139,8 @@ def main() -> None:
     p.add_argument("--src", required=True)
     p.add_argument("--tgt", required=True)
     p.add_argument("--sentences", type=int, default=300)
+    p.add_argument("--first", type=int, default=0,
+                   help="start at this dev sentence (another sample than the default's)")
     p.add_argument("--page", action="append", default=[], type=Path)
     args = p.parse_args()
 
@@ -148,7 +150,8 @@ def main() -> None:
     src = read(args.corpus / f"dev.{args.src}.gz")
     ref = read(args.corpus / f"dev.{args.tgt}.gz")
     rng = random.Random(0)
-    picked = [k for k in range(len(src)) if 3 <= len(src[k].split()) <= 60][:args.sentences]
+    picked = [k for k in range(args.first, len(src))
+              if 3 <= len(src[k].split()) <= 60][:args.sentences]
     tagged, covered, code, number = [], [], set(), 0
     for k in picked:
         text, tags, kept = tag(src[k], rng, number)

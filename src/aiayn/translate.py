@@ -340,10 +340,12 @@ class Translator:
         model = self.model.model if isinstance(self.model, CompiledSteps) else self.model
         return attention_maps(model, self.tokenizer, encoded.ids, tgt_ids)  # (the model's own)
 
-    def word_links(self, pairs: list[tuple[str, str]]) -> list[list[tuple[int, int]]]:
+    def word_links(self, pairs: list[tuple[str, str]], *, sure_first: bool = False
+                   ) -> list[list[tuple[int, int]]]:
         """(source word, target word) links of (source, translation) pairs, words split at
-        whitespace, from cross-attention (``aiayn.inspect.word_alignments``; an ensemble's
-        first model aligns). A pair the model cannot read whole gets none."""
+        whitespace, from cross-attention (``aiayn.inspect.word_alignments``, ``sure_first``
+        passed on; an ensemble's first model aligns). A pair the model cannot read whole gets
+        none."""
         from .inspect import attention_maps, word_alignments
         model = self.model.models[0] if isinstance(self.model, Ensemble) else self.model
         model = model.model if isinstance(model, CompiledSteps) else model
@@ -358,7 +360,7 @@ class Translator:
                 out.append([])
                 continue
             maps = attention_maps(model, self.tokenizer, encoded.ids, target)
-            out.append(word_alignments(maps))
+            out.append(word_alignments(maps, sure_first=sure_first))
         return out
 
     def translate_markup(self, documents: Iterable[str], fmt: str = "html",
@@ -384,7 +386,8 @@ class Translator:
         for doc in docs:
             mine = translations[at:at + len(doc.sources)]
             at += len(doc.sources)
-            links = self.word_links([(doc.sources[i], mine[i]) for i in doc.aligned])
+            links = self.word_links([(doc.sources[i], mine[i]) for i in doc.aligned],
+                                    sure_first=True)
             out.append(doc.render(mine, dict(zip(doc.aligned, links))))
         return out
 

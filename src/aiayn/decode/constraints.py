@@ -121,7 +121,7 @@ def constrained_beam_search(model: Seq2Seq, src: Tensor, constraints: list[list[
         for group, sentence in enumerate(sentences):
             at_limit = step + 1 >= int(max_lens[sentence])
             chosen = _allocate(totals[group], progress[sentence], beam, cfg.eos_id, at_limit)
-            ended = [c for c in chosen if c[2] == cfg.eos_id]
+            ended = [c for c in chosen[:beam] if c[2] == cfg.eos_id]
             for score, b, _, state in ended:
                 if len(finished[sentence]) < beam or at_limit:
                     finished[sentence].append((state.done, Hypothesis(
@@ -160,8 +160,8 @@ def constrained_beam_search(model: Seq2Seq, src: Tensor, constraints: list[list[
 
 def _allocate(totals: Tensor, progress: list[Progress], beam: int, eos: int, at_limit: bool
               ) -> list[tuple[float, int, int, Progress]]:
-    """One sentence's next beam from its rows' totals (beam, V): (score, row, token, progress)
-    candidates, EOS ones included, the beam filled bank by bank (dynamic beam allocation)."""
+    """One sentence's candidates from its rows' totals (beam, V) as (score, row, token,
+    progress), EOS ones included, in the order the beam takes them (dynamic beam allocation)."""
     width = totals.size(-1)
     seen: set[tuple[int, int]] = set()
     found: list[tuple[float, int, int]] = []
@@ -188,18 +188,17 @@ def _allocate(totals: Tensor, progress: list[Progress], beam: int, eos: int, at_
                 candidates.append((score, b, t, state))
             continue
         candidates.append((score, b, t, state.advance(t)))
-    candidates.sort(key=lambda c: -c[0])
-    # EOS candidates end hypotheses where they rank among the beam best, as beam search does
-    ending = [c for c in candidates[:beam] if c[2] == eos]
+    # the beam is filled bank by bank, the most advanced first, the best of each at a time
+    # (an EOS candidate, of a hypothesis that met its terms, is in the top bank); the caller
+    # ends the EOS candidates among the first `beam` and carries on the first `beam` others,
+    # so that with one bank this is beam search's order
     banks: dict[int, list[tuple[float, int, int, Progress]]] = {}
-    for c in candidates:
-        if c[2] != eos:
-            banks.setdefault(c[3].tokens_met, []).append(c)
-    chosen: list[tuple[float, int, int, Progress]] = []
-    order = sorted(banks, reverse=True)  # the most advanced bank first
-    while len(chosen) < beam and any(banks[k] for k in order):
-        for k in order:
-            if banks[k] and len(chosen) < beam:
-                chosen.append(banks[k].pop(0))
-    chosen.sort(key=lambda c: -c[0])
-    return ending + chosen
+    for c in sorted(candidates, key=lambda c: -c[0]):
+        banks.setdefault(c[3].tokens_met, []).append(c)
+    order: list[tuple[float, int, int, Progress]] = []
+    ranked = sorted(banks, reverse=True)
+    while any(banks[k] for k in ranked):
+        for k in ranked:
+            if banks[k]:
+                order.append(banks[k].pop(0))
+    return order

@@ -80,7 +80,8 @@ async def translate(service: Service, request: Request) -> JSONResponse:
     if renders:  # the tags of HTML placed through the model's alignments, between batches
         pairs = [(doc.sources[i], rank[i]) for doc, rank in renders for i in doc.aligned]
         translator = model.translator
-        links = iter(await service.run_alone(model, lambda: translator.word_links(pairs)))
+        links = iter(await service.run_alone(model, lambda: translator.word_links(
+            pairs, sure_first=True)))
         found = iter(renders)
         for result, plan in zip(results, plans):
             if isinstance(plan, Document):
