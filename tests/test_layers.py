@@ -8,7 +8,8 @@ import aiayn
 
 # bottom to top; a unit may import units of lower rank only
 LAYERS = [
-    {"config", "detect", "errors", "files", "integrity", "outputs", "placeholders"},
+    {"config", "detect", "errors", "files", "glossary", "integrity", "markup", "outputs",
+     "placeholders"},
     {"model"},
     {"runtime"},
     {"data"},
@@ -16,7 +17,7 @@ LAYERS = [
     {"decode"},
     {"codec", "inspect"},
     {"translate", "generate", "classify"},
-    {"evaluate"},
+    {"evaluate", "documents"},
     {"train", "interop"},
     {"serve"},
     {"cli"},
