@@ -97,6 +97,63 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     assert out.tables[0].cell(0, 0).text == translator.translate([SENTENCES[7]])[0]
 
 
+def odt_document(words: list[str]) -> bytes:
+    from odf.opendocument import OpenDocumentText
+    from odf.style import Style, TextProperties
+    from odf.text import A, P, Span
+    document = OpenDocumentText()
+    bold = Style(name="Bold", family="text")
+    bold.addElement(TextProperties(fontweight="bold"))
+    document.automaticstyles.addElement(bold)
+    paragraph = P(text=words[0] + " ")
+    paragraph.addElement(Span(stylename=bold, text=words[1]))
+    paragraph.addText(" " + " ".join(words[2:-1]) + " ")
+    paragraph.addElement(A(href="https://example.org/", text=words[-1]))
+    document.text.addElement(paragraph)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def test_opendocument_keeps_styled_spans_and_links(toy_model, translator, tmp_path):
+    from odf import teletype, text
+    from odf.opendocument import load
+    words = SENTENCES[6].split() + ["alpha"]
+    path = tmp_path / "in.odt"
+    path.write_bytes(odt_document(words))
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odt")))
+    paragraph = out.getElementsByType(text.P)[0]
+    assert " ".join(teletype.extractText(paragraph).split()) == \
+        translator.translate([" ".join(words)])[0]
+    inner = [c for c in paragraph.childNodes if c.nodeType == c.ELEMENT_NODE]
+    assert [c.qname[1] for c in inner] in (["span", "a"], ["a", "span"])
+    link = next(c for c in inner if c.qname[1] == "a")
+    assert link.getAttribute("href") == "https://example.org/"
+
+
+XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file original="app" source-language="en" datatype="plaintext">
+    <body>
+      <trans-unit id="1"><source>{SENTENCES[0]}</source></trans-unit>
+      <trans-unit id="2"><source>{SENTENCES[1]}</source><target>KEPT</target></trans-unit>
+      <trans-unit id="3" translate="no"><source>{SENTENCES[2]}</source></trans-unit>
+    </body>
+  </file>
+</xliff>
+"""
+
+
+def test_xliff_units(toy_model, translator, tmp_path):
+    from translate.storage import xliff
+    path = tmp_path / "in.xlf"
+    path.write_text(XLIFF, encoding="utf-8")
+    out = xliff.xlifffile.parsestring(run(toy_model, path, tmp_path / "out.xlf"))
+    first, kept, no = out.units
+    assert str(first.target) == translator.translate([SENTENCES[0]])[0] and first.isfuzzy()
+    assert str(kept.target) == "KEPT" and no.target is None
+
+
 @pytest.mark.parametrize("name,content,message", [
     ("in.pdf", b"%PDF", "files of type .pdf are not translated"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),
@@ -104,6 +161,8 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     ("in.srt", b"1\nno timing here\ntext\n", "cue 1 has no"),
     ("in.txt", b"   \n", "the file is empty"),
     ("in.txt", b"\xff\xfe bad", "line 1 is not valid UTF-8"),
+    ("in.xlf", b"<xliff><broken", "not an XLIFF file"),
+    ("in.odt", b"PK\x03\x04 no", "not an OpenDocument text"),
 ])
 def test_bad_files_are_one_line_and_write_nothing(toy_model, tmp_path, capsys, name, content,
                                                   message):
@@ -128,36 +187,62 @@ def test_file_flag_mistakes(toy_model, tmp_path, capsys):
 
 
 def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
+    """Every format through LibreTranslate's /translate_file and a real client gives what
+    `aiayn translate --file` gives."""
     import asyncio
 
+    import docx
     import httpx
     from libretranslate_aio import AsyncLibreTranslate
 
     from tests.serve.server import Server
-    path = catalog(tmp_path)
-    expected = run(toy_model, path, tmp_path / "cli.po")
-    server = Server(toy_model, "--max-body-bytes", "4000")
+    files = {"in.po": catalog(tmp_path).read_bytes(), "in.xlf": XLIFF.encode(),
+             "in.txt": f"{SENTENCES[0]}\n\n{SENTENCES[1]}\n".encode(),
+             "in.srt": f"1\n00:00:01,000 --> 00:00:02,000\n{SENTENCES[2]}\n".encode(),
+             "in.html": f"<p>{SENTENCES[3]} <b>{SENTENCES[4]}</b></p>".encode()}
+    document = docx.Document()
+    document.add_paragraph(SENTENCES[5])
+    buffer = io.BytesIO()
+    document.save(buffer)
+    files["in.docx"] = buffer.getvalue()
+    files["in.odt"] = odt_document(SENTENCES[6].split())
+    expected = {}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        expected[name] = run(toy_model, tmp_path / name, tmp_path / f"cli-{name}")
+    server = Server(toy_model, "--max-body-bytes", "40000")
     try:
         async def use():
             async with AsyncLibreTranslate(server.url) as client:
-                done = await client.translate_file(path, source="en", target="es")
-                settings = await client.frontend_settings()
-                return done.translated_file_url, settings
-        url, settings = asyncio.run(use())
+                urls = {name: (await client.translate_file(tmp_path / name, source="en",
+                                                           target="es")).translated_file_url
+                        for name in files}
+                return urls, await client.frontend_settings()
+        urls, settings = asyncio.run(use())
         assert ".docx" in settings.supported_files_format
-        assert httpx.get(url).content == expected
+        for name, url in urls.items():
+            got = httpx.get(url).content
+            if name.endswith(".docx"):  # a zip: compare what it says
+                assert docx.Document(io.BytesIO(got)).paragraphs[0].text == \
+                    docx.Document(io.BytesIO(expected[name])).paragraphs[0].text
+            elif name.endswith(".odt"):
+                from odf import teletype, text
+                from odf.opendocument import load
+                said = [teletype.extractText(load(io.BytesIO(d)).getElementsByType(text.P)[0])
+                        for d in (got, expected[name])]
+                assert said[0] == said[1]
+            else:
+                assert got == expected[name], name
         big = tmp_path / "big.txt"
-        big.write_text("alpha beta\n" * 1000)
-        answer = httpx.post(server.url + "/translate_file", data={"source": "en",
-                                                                  "target": "es"},
+        big.write_text("alpha beta\n" * 5000)
+        fields = {"source": "en", "target": "es"}
+        answer = httpx.post(server.url + "/translate_file", data=fields,
                             files={"file": ("big.txt", big.read_bytes())})
         assert answer.status_code == 413
-        answer = httpx.post(server.url + "/translate_file", data={"source": "en",
-                                                                  "target": "es"},
+        answer = httpx.post(server.url + "/translate_file", data=fields,
                             files={"file": ("x.pdf", b"%PDF")})
         assert answer.status_code == 400 and ".pdf are not translated" in answer.json()["error"]
-        answer = httpx.post(server.url + "/translate_file", data={"source": "en",
-                                                                  "target": "es"},
+        answer = httpx.post(server.url + "/translate_file", data=fields,
                             files={"file": ("x.docx", b"PK broken")})
         assert answer.status_code == 400 and "not a Word document" in answer.json()["error"]
         assert httpx.get(server.url + "/download_file/nothing.txt").status_code == 404

@@ -48,7 +48,8 @@ def add_translate_evaluate(sub) -> None:
     p.add_argument("--file", metavar="IN",
                    help="translate a whole file into -o OUT, in its own format: .txt, .html, "
                         ".xml, .srt, .po/.pot (new translations marked fuzzy), .docx "
-                        "(formatting kept); extra documents for .po and .docx")
+                        "and .odt (formatting kept), .xlf/.xliff; extra documents for all "
+                        "but text and markup")
     p.add_argument("--overwrite", action="store_true",
                    help="with --file on a gettext catalog: translate entries that already "
                         "have a translation too")
@@ -146,7 +147,7 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
         raise UserError("--file needs -o OUT, the translated file to write")
     source, target = Path(args.file), Path(args.output)
     kind, out_kind = extension(source), extension(target)
-    alike = {".htm": ".html", ".pot": ".po"}
+    alike = {".htm": ".html", ".pot": ".po", ".xlf": ".xliff"}
     if alike.get(kind, kind) != alike.get(out_kind, out_kind):
         raise UserError(f"-o {target.name} is a {out_kind} file but --file {source.name} is "
                         f"{kind}; give the output the input's extension")

@@ -1,5 +1,5 @@
-"""Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs and Word
-documents, each written back in its own format.
+"""Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs, Word
+and OpenDocument text documents and XLIFF, each written back in its own format.
 
     out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
 
@@ -44,15 +44,18 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import gettext, subtitles, text, word
+    from . import gettext, subtitles, text, word, writer, xliff
     return {".txt": text.translate_text, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
             ".xml": text.translate_xml, ".srt": subtitles.translate_srt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
-            ".docx": word.translate_docx}
+            ".docx": word.translate_docx, ".odt": writer.translate_odt,
+            ".xlf": xliff.translate_xliff,
+            ".xliff": xliff.translate_xliff}
 
 
-FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx")
+FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx", ".odt",
+           ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:

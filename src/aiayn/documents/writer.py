@@ -1,0 +1,111 @@
+"""OpenDocument text (.odt, odfpy): every paragraph and heading, in the body, tables, lists,
+headers and footers, translated with its styled spans and links carried by the markup path, as
+Word documents' runs are (``aiayn.documents.word``).
+
+A paragraph whose children are text, ``text:span``, ``text:a`` and ``text:s`` (spaces) becomes
+one sentence of markup (``<span data-r=K>`` per span, ``<a data-h=K>`` per link) and is written
+again from the translation, each span and link a copy of its own with the translated words.
+A paragraph holding anything else (frames, notes, fields, tabs) is translated text node by
+text node in place, so nothing in it is lost.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import io
+
+from ..errors import UserError, require
+from ..markup.parse import Element, Text, parse_html
+from . import Job
+
+_TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+_INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
+
+
+def translate_odt(data: bytes, job: Job) -> bytes:
+    require("odf", "OpenDocument files", "documents")
+    from odf import teletype, text
+    from odf.opendocument import load
+    try:
+        document = load(io.BytesIO(data))
+    except Exception as err:  # odfpy raises zip, XML and key errors alike
+        raise UserError(f"not an OpenDocument text (.odt): {err}") from None
+    paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
+                  if teletype.extractText(p).strip()]
+    whole = [p for p in paragraphs if _simple(p)]
+    plans = [_markup(p) for p in whole]
+    translated = job.markup([markup for markup, _ in plans]) if plans else []
+    for paragraph, (_, parts), out in zip(whole, plans, translated):
+        _rewrite(paragraph, parts, out)
+    nodes = [n for p in paragraphs if not _simple(p) for n in _text_nodes(p)
+             if str(n).strip()]
+    for node, translation in zip(nodes, job.lines([str(n).strip() for n in nodes])):
+        value = str(node)
+        node.data = value[:len(value) - len(value.lstrip())] + translation + \
+            value[len(value.rstrip()):]
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def _simple(paragraph) -> bool:
+    for child in paragraph.childNodes:
+        if child.nodeType == child.TEXT_NODE:
+            continue
+        if child.qname not in _INLINE:
+            return False
+        if child.qname != (_TEXT_NS, "s") and any(
+                c.nodeType != c.TEXT_NODE and c.qname != (_TEXT_NS, "s")
+                for c in child.childNodes):
+            return False
+    return True
+
+
+def _text(node) -> str:
+    """A node's text, ``text:s`` read as its spaces."""
+    if node.nodeType == node.TEXT_NODE:
+        return str(node)
+    if node.qname == (_TEXT_NS, "s"):
+        return " " * int(node.getAttribute("c") or 1)
+    return "".join(_text(c) for c in node.childNodes)
+
+
+def _markup(paragraph) -> tuple[str, list]:
+    parts: list = []
+    pieces: list[str] = []
+    for child in paragraph.childNodes:
+        if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
+            pieces.append(html.escape(_text(child)))
+        else:
+            parts.append(child)
+            kind = "a data-h" if child.qname == (_TEXT_NS, "a") else "span data-r"
+            tag = kind.split()[0]
+            pieces.append(f'<{kind}="{len(parts) - 1}">{html.escape(_text(child))}</{tag}>')
+    return "".join(pieces), parts
+
+
+def _rewrite(paragraph, parts: list, translated: str) -> None:
+    for child in list(paragraph.childNodes):
+        if child.nodeType == child.TEXT_NODE:  # (odfpy's removeChild takes elements only)
+            paragraph.childNodes.remove(child)
+        else:
+            paragraph.removeChild(child)
+    root, _ = parse_html(translated)
+    for node in root.children:
+        if isinstance(node, Text):
+            paragraph.addText(node.text)
+        elif isinstance(node, Element):
+            number = node.attr("data-r") or node.attr("data-h") or "0"
+            element = copy.copy(parts[int(number)])  # its name and attributes
+            element.childNodes, element.parentNode = [], None
+            element.addText(node.text())
+            paragraph.appendChild(element)
+
+
+def _text_nodes(node):
+    for child in node.childNodes:
+        if child.nodeType == child.TEXT_NODE:
+            yield child
+        else:
+            yield from _text_nodes(child)
