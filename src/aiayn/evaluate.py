@@ -29,13 +29,15 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
 def evaluate(checkpoint: str | Path | list, sources: list[str], references: list[str],
              options: DecodeOptions | None = None, *, device: str = "cpu",
              int8: bool = False, compile: bool | None = None,
-             glossary: Glossary | None = None) -> dict:
+             glossary: Glossary | None = None, shortlist: str | Path | None = None) -> dict:
     """Translate ``sources`` with the checkpoint (several: an ensemble) and score against
     ``references``; with a ``glossary``, the share of translations that hold their terms."""
     if len(sources) != len(references):
         raise UserError(f"--src has {len(sources)} lines but --ref has {len(references)}; "
                         "they must be aligned line by line")
     translator = load(checkpoint, device=device, int8=int8, compile=compile)
+    if shortlist:
+        translator.use_shortlist(shortlist)
     hypotheses = cast("list[str]", translator.translate(sources, options,  # (nbest 1)
                                                         glossary=glossary))
     terms = term_rate(glossary, sources, hypotheses) if glossary else {}

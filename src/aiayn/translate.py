@@ -33,6 +33,7 @@ from .decode.search import (
     max_output_lengths,
     sample_search,
 )
+from .decode.shortlist import Shortlist, Shortlisted
 from .errors import UserError
 from .glossary import Glossary
 from .model import Transformer
@@ -82,6 +83,7 @@ class Translator:
                                language=language, warn=warn)
         # the checkpoint's pair ({"source": "en", "target": "es"}) when it knows it
         self.languages: dict[str, str] | None = None
+        self.shortlist: Shortlist | None = None  # see use_shortlist
 
     @classmethod
     def load(cls, path: str | Path | Checkpoint | list, *, device: str = "cpu",
@@ -173,10 +175,13 @@ class Translator:
             prefix = None
             if prefixes is not None and any(prefixes[i] for i in rows):
                 prefix = self._pad([prefixes[i] or [-1] for i in rows], fill=-1)
+            model = self._step_model([sources[i] for i in rows], [
+                t for i in rows for t in (prefixes[i] if prefixes else [])
+                + [x for term in (constraints[i] if constraints else []) for x in term]])
             bound = [i for i in rows if constraints and constraints[i]]
             if bound:  # sentences with terms to write: constrained beam search, apart
                 found = constrained_beam_search(
-                    self.model, self._pad([sources[i] for i in bound]),
+                    model, self._pad([sources[i] for i in bound]),
                     [constraints[i] for i in bound] if constraints else [], beam=o.beam,
                     lenpen=o.lenpen, lenpen_form=o.lenpen_form, nbest=o.nbest,
                     max_len_a=o.max_len_a, max_len_b=o.max_len_b)
@@ -191,15 +196,15 @@ class Translator:
             if o.sample:  # each sentence's own generator: seed and input position
                 seeds = [o.seed * 1_000_003 + i for i in rows]
                 hyps = [[h] for h in sample_search(
-                    self.model, src, seeds=seeds, temperature=o.temperature, top_k=o.top_k,
+                    model, src, seeds=seeds, temperature=o.temperature, top_k=o.top_k,
                     top_p=o.top_p, max_len_a=o.max_len_a, max_len_b=o.max_len_b,
                     prefix=prefix)]
             elif o.beam == 1 and o.nbest == 1:
-                hyps = [[h] for h in greedy_search(self.model, src, max_len_a=o.max_len_a,
+                hyps = [[h] for h in greedy_search(model, src, max_len_a=o.max_len_a,
                                                    max_len_b=o.max_len_b, rules=o.beam_rules,
                                                    prefix=prefix)]
             else:
-                hyps = beam_search(self.model, src, beam=o.beam, lenpen=o.lenpen,
+                hyps = beam_search(model, src, beam=o.beam, lenpen=o.lenpen,
                                    lenpen_form=o.lenpen_form, nbest=o.nbest,
                                    max_len_a=o.max_len_a, max_len_b=o.max_len_b,
                                    rules=o.beam_rules, prefix=prefix)
@@ -208,6 +213,23 @@ class Translator:
             if on_batch is not None:
                 on_batch(len(rows) + len(bound))
         return results
+
+    def _step_model(self, sources: list[list[int]], forced: list[int]) -> Any:
+        """The model a batch decodes with: the translator's, or with a ``shortlist`` the eager
+        model scoring only the batch's shortlist (plus EOS and the tokens a prefix or a
+        glossary term forces)."""
+        if self.shortlist is None:
+            return self.model
+        vocab = self.shortlist.vocabulary(sources, [self.cfg.eos_id, *forced])
+        return Shortlisted(self.model.model if isinstance(self.model, CompiledSteps)
+                           else self.model, vocab.to(self.device))
+
+    def use_shortlist(self, path: str | Path) -> None:
+        """Decode over a vocabulary shortlist (``aiayn.decode.shortlist``) read from ``path``;
+        one model only, decoded by the eager step."""
+        if isinstance(self.model, Ensemble):
+            raise UserError("--shortlist works with one --checkpoint, not an ensemble")
+        self.shortlist = Shortlist.load(path, self.tokenizer.fingerprint())
 
     def constraints(self, sources: list[Source], glossary: Glossary,
                     options: DecodeOptions) -> list[list[list[int]]]:

@@ -20,7 +20,8 @@ from . import data, decoding, inspection, interop, serving, training
 
 SUBCOMMANDS: tuple[Callable, ...] = (
     data.add_prepare, training.add_train, training.add_average_plot,
-    decoding.add_translate_evaluate, decoding.add_generate, decoding.add_classify,
+    decoding.add_translate_evaluate, decoding.add_shortlist, decoding.add_generate,
+    decoding.add_classify,
     inspection.add_inspection, interop.add_interop, serving.add_serve, data.add_check)
 
 

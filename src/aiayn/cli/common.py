@@ -39,6 +39,9 @@ def add_decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     p.add_argument("--int8", action="store_true",
                    help="int8 linear layers (dynamic quantization; CPU): faster, see docs")
+    p.add_argument("--shortlist", metavar="FILE",
+                   help="decode over a vocabulary shortlist built by `aiayn shortlist` (for "
+                        "large target vocabularies; eager steps)")
     p.add_argument("--glossary", metavar="TSV",
                    help="'source term<TAB>target term' lines: the target term of every term "
                         "found in a sentence is written in its translation (constrained beam "

@@ -97,6 +97,9 @@ def translate_command(args: argparse.Namespace) -> None:
                 raise UserError(f"{flag} works on text, not --format {args.format}; drop one")
     glossary = Glossary.read(args.glossary) if args.glossary else None
     translators = _translators(args)  # fails first
+    if args.shortlist:
+        for translator in translators.values():
+            translator.use_shortlist(args.shortlist)
     if args.format != "text":
         document = read_text(args.input)
         translator = _pick(translators, args.source, [document])[0]
@@ -157,6 +160,8 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
     glossary = Glossary.read(args.glossary) if args.glossary else None
     translator = _pick(_translators(args), args.source,
                        [source.read_bytes().decode("utf-8", "replace")[:2000]])[0]
+    if args.shortlist:
+        translator.use_shortlist(args.shortlist)
     data = translate_document(translator, source.read_bytes(), kind, options,
                               glossary=glossary, overwrite=args.overwrite)
     target.write_bytes(data)
@@ -224,7 +229,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     glossary = Glossary.read(args.glossary) if args.glossary else None
     result = evaluate(args.checkpoint, read_lines(args.src), read_lines(args.ref), options,
                       device=args.device, int8=args.int8, compile=args.compile,
-                      glossary=glossary)
+                      glossary=glossary, shortlist=args.shortlist)
     print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
     if "terms_kept" in result:
@@ -233,6 +238,45 @@ def evaluate_command(args: argparse.Namespace) -> None:
     if "placeholders_kept" in result:
         print(f"placeholders kept = {100 * result['placeholders_kept']:.1f}%  (of "
               f"{result['placeholder_sentences']} sentences with placeholders)")
+
+
+def add_shortlist(sub) -> None:
+    p = sub.add_parser("shortlist", help="build a vocabulary shortlist for a checkpoint from "
+                                         "parallel text (then decode with --shortlist)")
+    p.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="the checkpoint (or run) whose vocabulary the shortlist is for")
+    p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one a line")
+    p.add_argument("--tgt", required=True, metavar="FILE", help="their translations, aligned")
+    p.add_argument("--per-token", type=int, default=50, metavar="N",
+                   help="target tokens kept per source token (default: 50)")
+    p.add_argument("--frequent", type=int, default=500, metavar="N",
+                   help="most frequent target tokens always kept (default: 500)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the shortlist file to write (safetensors)")
+    p.set_defaults(command_fn=shortlist_command)
+
+
+def shortlist_command(args: argparse.Namespace) -> None:
+    from ..checkpoint import Checkpoint
+    from ..decode.shortlist import Shortlist
+    if args.per_token < 1 or args.frequent < 0:
+        raise UserError("--per-token must be at least 1 and --frequent at least 0")
+    output_file(args.output, "-o", args.src, args.tgt)
+    checkpoint = Checkpoint.open(args.checkpoint)
+    tokenizer = checkpoint.tokenizer
+    sources, targets = read_lines(args.src), read_lines(args.tgt)
+    if len(sources) != len(targets):
+        raise UserError(f"--src {args.src} has {len(sources)} lines but --tgt {args.tgt} "
+                        f"{len(targets)}; give aligned files")
+    cfg = checkpoint.config
+    shortlist = Shortlist.build(
+        ((tokenizer.encode(s), tokenizer.encode_target(t)) for s, t in zip(sources, targets)),
+        cfg.vocab_size, cfg.target_vocab_size, tokenizer.fingerprint(),
+        per_token=args.per_token, frequent=args.frequent)
+    shortlist.save(args.output)
+    kept = int((shortlist.candidates >= 0).sum())
+    print(f"wrote {args.output}: {kept:,} (source token, target token) pairs over "
+          f"{len(sources):,} sentence pairs, {len(shortlist.frequent)} frequent target tokens")
 
 
 def add_generate(sub) -> None:

@@ -1,0 +1,68 @@
+"""Vocabulary shortlists: built from parallel text, they hold the tokens a source token is
+translated into; decoding over one gives the full vocabulary's beams when they fit in it."""
+
+import torch
+
+from aiayn.cli import main
+from aiayn.decode.search import beam_search
+from aiayn.decode.shortlist import Shortlist, Shortlisted
+from tests.conftest import toy_pairs
+from tests.test_cli import fails
+
+
+def test_each_source_token_lists_its_translation_first(toy_model):
+    from aiayn.translate import load
+    tok = load(toy_model, compile=False).tokenizer
+    pairs = toy_pairs(400, seed=1)
+    encoded = [(tok.encode(s), tok.encode_target(t)) for s, t in pairs]
+    cfg_size = tok.vocab_size
+    shortlist = Shortlist.build(encoded, cfg_size, cfg_size, tok.fingerprint(), per_token=3,
+                                frequent=5)
+    words = {w for s, _ in pairs for w in s.split()}
+    hits = total = 0
+    for word in words:  # the upper-cased word's pieces match the word's one to one
+        source, target = tok.encode(word), tok.encode_target(word.upper())
+        if len(source) == len(target):
+            for a, b in zip(source, target):
+                total += 1
+                hits += b in shortlist.candidates[a].tolist()
+    assert total >= 40 and hits >= 0.9 * total, (hits, total)
+    assert len(shortlist.frequent) == 5
+    vocab = shortlist.vocabulary([encoded[0][0]], [tok.vocab_size - 1])
+    assert tok.vocab_size - 1 in vocab.tolist() and vocab.tolist() == sorted(set(vocab.tolist()))
+
+
+def test_a_shortlist_of_every_token_decodes_as_the_full_vocabulary(toy_model):
+    from aiayn.translate import load
+    translator = load(toy_model, compile=False)
+    src = translator._pad([translator.codec.encode(s).ids for s, _ in toy_pairs(4, seed=3)])
+    everything = torch.arange(translator.cfg.target_vocab_size)
+    full = beam_search(translator.model, src, beam=4)
+    short = beam_search(Shortlisted(translator.model, everything), src, beam=4)
+    assert [h[0].tokens for h in full] == [h[0].tokens for h in short]
+
+
+def test_shortlist_on_the_command_line(toy_model, tiny_checkpoint, tmp_path, capsys):
+    pairs = toy_pairs(300, seed=1)
+    (tmp_path / "train.src").write_text("".join(s + "\n" for s, _ in pairs))
+    (tmp_path / "train.tgt").write_text("".join(t + "\n" for _, t in pairs))
+    sources = [s for s, _ in toy_pairs(6, seed=12)]
+    (tmp_path / "in").write_text("".join(s + "\n" for s in sources))
+    assert main(["shortlist", "--checkpoint", str(toy_model), "--src",
+                 str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"),
+                 "-o", str(tmp_path / "short.safetensors")]) == 0
+    outs = []
+    for extra in ([], ["--shortlist", str(tmp_path / "short.safetensors")]):
+        assert main(["translate", "--checkpoint", str(toy_model), "--no-compile",
+                     "-i", str(tmp_path / "in"), "-o", str(tmp_path / "out"), *extra]) == 0
+        outs.append((tmp_path / "out").read_text())
+    assert outs[0] == outs[1]  # the toy task's tokens are all in the shortlist
+    fails(capsys, ["translate", "--checkpoint", str(tiny_checkpoint), "--shortlist",
+                   str(tmp_path / "short.safetensors"), "-i", str(tmp_path / "in")],
+          "was built for another vocabulary")
+    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--shortlist",
+                   str(tmp_path / "missing"), "-i", str(tmp_path / "in")], "no such file")
+    (tmp_path / "bad").write_bytes(b"not safetensors")
+    fails(capsys, ["evaluate", "--checkpoint", str(toy_model), "--shortlist",
+                   str(tmp_path / "bad"), "--src", str(tmp_path / "in"), "--ref",
+                   str(tmp_path / "in")], "not a shortlist file")
