@@ -66,3 +66,29 @@ def test_shortlist_on_the_command_line(toy_model, tiny_checkpoint, tmp_path, cap
     fails(capsys, ["evaluate", "--checkpoint", str(toy_model), "--shortlist",
                    str(tmp_path / "bad"), "--src", str(tmp_path / "in"), "--ref",
                    str(tmp_path / "in")], "not a shortlist file")
+
+
+def test_the_server_decodes_over_its_models_shortlist(toy_model, tiny_checkpoint, tmp_path,
+                                                      capsys):
+    from aiayn.translate import load
+    from tests.serve.server import Server
+    pairs = toy_pairs(300, seed=1)
+    (tmp_path / "train.src").write_text("".join(s + "\n" for s, _ in pairs))
+    (tmp_path / "train.tgt").write_text("".join(t + "\n" for _, t in pairs))
+    short = tmp_path / "short.safetensors"
+    assert main(["shortlist", "--checkpoint", str(toy_model), "--src",
+                 str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"),
+                 "-o", str(short), "--per-token", "2", "--frequent", "0"]) == 0
+    translator = load(toy_model, compile=False)
+    translator.use_shortlist(short)
+    sentences = [s for s, _ in toy_pairs(5, seed=13)]
+    expected = translator.translate(sentences)
+    server = Server(toy_model, "--shortlist", str(short), "--no-compile")
+    try:
+        status, answer = server.post("/translate", {"q": sentences, "source": "en",
+                                                    "target": "es"})
+        assert status == 200 and answer["translatedText"] == expected
+    finally:
+        server.stop()
+    fails(capsys, ["serve", "--checkpoint", f"en-es={tiny_checkpoint}", "--shortlist",
+                   str(short)], "was built for none of the served models' vocabularies")

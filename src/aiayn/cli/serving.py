@@ -37,6 +37,9 @@ def add_serve(sub) -> None:
     p.add_argument("--glossary", metavar="TSV",
                    help="'source term<TAB>target term' lines applied to every request "
                         "(/v1/translate adds its own 'glossary' pairs)")
+    p.add_argument("--shortlist", action="append", default=[], metavar="FILE",
+                   help="a vocabulary shortlist (`aiayn shortlist`) for the served model whose "
+                        "vocabulary it was built with; repeat for several models")
     p.add_argument("--api-keys", metavar="FILE",
                    help="require an api_key from this file (one key a line); others get 403")
     p.add_argument("--req-limit", type=int, default=0, metavar="PER_MINUTE",
@@ -82,6 +85,26 @@ def _served_models(specs: list[str], int8: bool, compile: bool | None = None):
     return models
 
 
+def _attach_shortlist(models, path: str) -> None:
+    """Give the shortlist at ``path`` to every served model whose vocabulary it was built
+    with; a shortlist that fits none is an error."""
+    from ..decode.shortlist import Shortlist
+    fitting = []
+    for model in models:
+        fingerprint = model.translator.tokenizer.fingerprint()
+        try:
+            shortlist = Shortlist.load(path, fingerprint)
+        except UserError as err:
+            if "another vocabulary" in str(err):
+                continue
+            raise
+        model.translator.shortlist = shortlist
+        fitting.append(model.name)
+    if not fitting:
+        raise UserError(f"--shortlist {path} was built for none of the served models' "
+                        "vocabularies; build it with one of their checkpoints")
+
+
 def serve_command(args: argparse.Namespace) -> None:
     import logging
 
@@ -116,7 +139,10 @@ def serve_command(args: argparse.Namespace) -> None:
         raise UserError("--keep-freed-mib must be >= 0")
     from ..runtime.cpu import reuse_freed_memory
     reuse_freed_memory(args.keep_freed_mib << 20)  # before the models load: the first call sets it
-    app = create_app(_served_models(args.checkpoint, args.int8, args.compile), settings)
+    models = _served_models(args.checkpoint, args.int8, args.compile)
+    for path in args.shortlist:
+        _attach_shortlist(models, path)
+    app = create_app(models, settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     log(f"serving {', '.join(app.state.service.models)} on http://{args.host}:{args.port}/")
     # uvicorn answers the requests in flight on SIGTERM or Ctrl-C, then raises the signal again
