@@ -211,8 +211,9 @@ def test_translate_format_html_on_the_command_line(toy_model, tmp_path, capsys):
     assert "<b> is never closed" in err and "Traceback" not in err
     expected = load(toy_model, compile=False).translate_markup([page.read_text()])[0]
     assert out.read_text(encoding="utf-8") == expected
-    assert same_tags("<html><body><h1></h1><p><i></i></p><p><b></b></p></body></html>",
-                     expected.replace("<b>", "<b>").replace("</p></body>", "</b></p></body>"))
+    # the source's tags, the unclosed <b> left unclosed as the source left it
+    assert sorted(Tags(expected).starts) == sorted(Tags(page.read_text()).starts)
+    assert expected.count("</b>") == 0 and expected.count("</i>") == 1
     fails(capsys, ["translate", "--checkpoint", str(toy_model), "--format", "html",
                    "--nbest", "2", "-i", str(page)], "--nbest works on text, not --format html")
     fails(capsys, ["translate", "--checkpoint", str(toy_model), "--format", "xml",

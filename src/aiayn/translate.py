@@ -175,19 +175,18 @@ class Translator:
             prefix = None
             if prefixes is not None and any(prefixes[i] for i in rows):
                 prefix = self._pad([prefixes[i] or [-1] for i in rows], fill=-1)
-            model = self._step_model([sources[i] for i in rows], [
-                t for i in rows for t in (prefixes[i] if prefixes else [])
-                + [x for term in (constraints[i] if constraints else []) for x in term]])
-            bound = [i for i in rows if constraints and constraints[i]]
+            model = self._step_model(rows, sources, prefixes, constraints)
+            bound = {i for i in rows if constraints and constraints[i]}
             if bound:  # sentences with terms to write: constrained beam search, apart
+                ordered = sorted(bound)
                 found = constrained_beam_search(
-                    model, self._pad([sources[i] for i in bound]),
-                    [constraints[i] for i in bound] if constraints else [], beam=o.beam,
+                    model, self._pad([sources[i] for i in ordered]),
+                    [constraints[i] for i in ordered] if constraints else [], beam=o.beam,
                     lenpen=o.lenpen, lenpen_form=o.lenpen_form, nbest=o.nbest,
                     max_len_a=o.max_len_a, max_len_b=o.max_len_b)
-                for i, h in zip(bound, found):
+                for i, h in zip(ordered, found):
                     results[i] = h
-                rows = [i for i in rows if i not in set(bound)]
+                rows = [i for i in rows if i not in bound]
                 if not rows:
                     if on_batch is not None:
                         on_batch(len(bound))
@@ -214,13 +213,19 @@ class Translator:
                 on_batch(len(rows) + len(bound))
         return results
 
-    def _step_model(self, sources: list[list[int]], forced: list[int]) -> Any:
-        """The model a batch decodes with: the translator's, or with a ``shortlist`` the eager
-        model scoring only the batch's shortlist (plus EOS and the tokens a prefix or a
-        glossary term forces)."""
+    def _step_model(self, rows: list[int], sources: list[list[int]],
+                    prefixes: list[list[int]] | None,
+                    constraints: list[list[list[int]]] | None) -> Any:
+        """The model the batch ``rows`` decodes with: the translator's, or with a
+        ``shortlist`` the eager model scoring only the batch's shortlist (plus EOS and the
+        tokens a prefix or a glossary term forces)."""
         if self.shortlist is None:
             return self.model
-        vocab = self.shortlist.vocabulary(sources, [self.cfg.eos_id, *forced])
+        forced = [self.cfg.eos_id]
+        for i in rows:
+            forced += prefixes[i] if prefixes else []
+            forced += [t for term in (constraints[i] if constraints else []) for t in term]
+        vocab = self.shortlist.vocabulary([sources[i] for i in rows], forced)
         return Shortlisted(self.model.model if isinstance(self.model, CompiledSteps)
                            else self.model, vocab.to(self.device))
 

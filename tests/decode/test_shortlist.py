@@ -72,17 +72,20 @@ def test_the_server_decodes_over_its_models_shortlist(toy_model, tiny_checkpoint
                                                       capsys):
     from aiayn.translate import load
     from tests.serve.server import Server
-    pairs = toy_pairs(300, seed=1)
-    (tmp_path / "train.src").write_text("".join(s + "\n" for s, _ in pairs))
-    (tmp_path / "train.tgt").write_text("".join(t + "\n" for _, t in pairs))
+    # sources paired with other sentences' targets: a shortlist that leaves out tokens the
+    # model needs, so that decoding over it visibly differs
+    (tmp_path / "train.src").write_text("".join(s + "\n" for s, _ in toy_pairs(300, seed=1)))
+    (tmp_path / "train.tgt").write_text("".join(t + "\n" for _, t in toy_pairs(300, seed=2)))
     short = tmp_path / "short.safetensors"
     assert main(["shortlist", "--checkpoint", str(toy_model), "--src",
                  str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"),
                  "-o", str(short), "--per-token", "2", "--frequent", "0"]) == 0
     translator = load(toy_model, compile=False)
-    translator.use_shortlist(short)
     sentences = [s for s, _ in toy_pairs(5, seed=13)]
+    full = translator.translate(sentences)
+    translator.use_shortlist(short)
     expected = translator.translate(sentences)
+    assert expected != full
     server = Server(toy_model, "--shortlist", str(short), "--no-compile")
     try:
         status, answer = server.post("/translate", {"q": sentences, "source": "en",

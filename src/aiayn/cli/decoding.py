@@ -158,11 +158,12 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
         raise UserError(f"--file {source}: no such file")
     output_file(args.output, "-o", args.file)
     glossary = Glossary.read(args.glossary) if args.glossary else None
+    content = source.read_bytes()
     translator = _pick(_translators(args), args.source,
-                       [source.read_bytes().decode("utf-8", "replace")[:2000]])[0]
+                       [content[:4000].decode("utf-8", "replace")])[0]
     if args.shortlist:
         translator.use_shortlist(args.shortlist)
-    data = translate_document(translator, source.read_bytes(), kind, options,
+    data = translate_document(translator, content, kind, options,
                               glossary=glossary, overwrite=args.overwrite)
     target.write_bytes(data)
 

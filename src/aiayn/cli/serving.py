@@ -89,20 +89,13 @@ def _attach_shortlist(models, path: str) -> None:
     """Give the shortlist at ``path`` to every served model whose vocabulary it was built
     with; a shortlist that fits none is an error."""
     from ..decode.shortlist import Shortlist
-    fitting = []
-    for model in models:
-        fingerprint = model.translator.tokenizer.fingerprint()
-        try:
-            shortlist = Shortlist.load(path, fingerprint)
-        except UserError as err:
-            if "another vocabulary" in str(err):
-                continue
-            raise
-        model.translator.shortlist = shortlist
-        fitting.append(model.name)
+    shortlist = Shortlist.load(path)
+    fitting = [m for m in models if shortlist.fits(m.translator.tokenizer.fingerprint())]
     if not fitting:
         raise UserError(f"--shortlist {path} was built for none of the served models' "
                         "vocabularies; build it with one of their checkpoints")
+    for model in fitting:
+        model.translator.shortlist = shortlist
 
 
 def serve_command(args: argparse.Namespace) -> None:

@@ -172,7 +172,7 @@ def _allocate(totals: Tensor, progress: list[Progress], beam: int, eos: int, at_
             seen.add((b, t))
             found.append((score, b, t))
 
-    best, index = totals.reshape(-1).topk(min(2 * beam, totals.numel()))
+    _, index = totals.reshape(-1).topk(min(2 * beam, totals.numel()))
     for i in index.tolist():
         add(i // width, i % width)
     for b, t in enumerate(totals.argmax(-1).tolist()):  # every row's own best token

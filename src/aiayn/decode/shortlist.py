@@ -81,7 +81,9 @@ class Shortlist:
                   metadata={"fingerprint": self.fingerprint})
 
     @classmethod
-    def load(cls, path: str | Path, fingerprint: str) -> "Shortlist":
+    def load(cls, path: str | Path, fingerprint: str | None = None) -> "Shortlist":
+        """A shortlist file; with ``fingerprint``, refused unless built with that
+        vocabulary."""
         from safetensors import safe_open
         p = Path(path)
         if not p.is_file():
@@ -93,10 +95,15 @@ class Shortlist:
         except Exception:  # safetensors raises several kinds for a file not its own
             raise UserError(f"--shortlist {p}: not a shortlist file; build one with "
                             "`aiayn shortlist`") from None
-        if found != fingerprint:
+        shortlist = cls(candidates, common, found or "")
+        if fingerprint is not None and not shortlist.fits(fingerprint):
             raise UserError(f"--shortlist {p} was built for another vocabulary; build it with "
                             "this checkpoint")
-        return cls(candidates, common, fingerprint)
+        return shortlist
+
+    def fits(self, fingerprint: str) -> bool:
+        """Whether it was built with the vocabulary of this fingerprint."""
+        return self.fingerprint == fingerprint
 
     def vocabulary(self, sources: list[list[int]], extra: Iterable[int] = ()) -> Tensor:
         """The sorted target ids a batch of sources (ids) decodes over."""

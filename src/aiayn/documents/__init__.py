@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from ..errors import UserError
 
@@ -34,7 +34,6 @@ class Job:
 
     def lines(self, texts: list[str]) -> list[str]:
         """Paragraphs translated sentence by sentence, as the server translates them."""
-        from typing import cast
         return cast("list[str]", self.translator.translate(
             texts, self.options, split_sentences=True, glossary=self.glossary))
 
@@ -74,6 +73,31 @@ def translate_document(translator: "Translator", data: bytes, suffix: str,
     if not data.strip():
         raise UserError("the file is empty; there is nothing to translate")
     return _formats()[suffix](data, Job(translator, options, glossary, overwrite))
+
+
+def spanned(text: str, number: int | None, link: bool = False) -> str:
+    """A stretch of a formatted paragraph as markup for ``Job.markup``: plain text, or span
+    (a link) ``number`` of the paragraph's own list of formats."""
+    import html
+    if number is None:
+        return html.escape(text)
+    if link:
+        return f'<a data-h="{number}">{html.escape(text)}</a>'
+    return f'<span data-r="{number}">{html.escape(text)}</span>'
+
+
+def stretches(translated: str) -> list[tuple[str, int | None]]:
+    """A paragraph's translated markup (``spanned`` pieces, tags placed) as (text, number of
+    its format, None for plain text), in order."""
+    from ..markup.parse import Element, Text, parse_html
+    out: list[tuple[str, int | None]] = []
+    for node in parse_html(translated)[0].children:
+        if isinstance(node, Text):
+            out.append((node.text, None))
+        elif isinstance(node, Element):
+            number = node.attr("data-r") or node.attr("data-h")
+            out.append((node.text(), int(number) if number is not None else None))
+    return out
 
 
 def decode_utf8(data: bytes, what: str) -> str:

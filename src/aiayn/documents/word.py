@@ -14,12 +14,10 @@ so nothing in it is lost.
 from __future__ import annotations
 
 import copy
-import html
 import io
 
 from ..errors import UserError, require
-from ..markup.parse import Element, Text, parse_html
-from . import Job
+from . import Job, spanned, stretches
 
 _SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd"}
 _SIMPLE_RUN = {"rPr", "t"}
@@ -78,29 +76,25 @@ def _simple(paragraph) -> bool:
 
 def _markup(paragraph) -> tuple[str, list]:
     """The paragraph as one sentence of markup, and what each span number stands for: a run's
-    properties (an rPr element or None) or a hyperlink element."""
+    properties (an rPr element) or a hyperlink element."""
     from docx.text.hyperlink import Hyperlink
     parts: list = []
-    pieces: list[str] = []
-    last_key = None
+    pieces: list[tuple[str, int | None, bool]] = []  # (text, format number, link)
     for item in paragraph.iter_inner_content():
         if isinstance(item, Hyperlink):
             parts.append(item._hyperlink)
-            pieces.append(f'<a data-h="{len(parts) - 1}">{html.escape(item.text)}</a>')
-            last_key = None
+            pieces.append((item.text, len(parts) - 1, True))
             continue
         rpr = item._r.rPr
-        key = None if rpr is None else rpr.xml
-        text = html.escape(item.text)
-        if key is None:
-            pieces.append(text)
-        elif key == last_key and pieces[-1].endswith("</span>"):  # formatted alike: one span
-            pieces[-1] = pieces[-1][:-len("</span>")] + text + "</span>"
+        if rpr is None:
+            pieces.append((item.text, None, False))
+        elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
+                and parts[last].xml == rpr.xml:  # formatted alike: one span
+            pieces[-1] = (pieces[-1][0] + item.text, last, False)
         else:
             parts.append(rpr)
-            pieces.append(f'<span data-r="{len(parts) - 1}">{text}</span>')
-        last_key = key
-    return "".join(pieces), parts
+            pieces.append((item.text, len(parts) - 1, False))
+    return "".join(spanned(text, number, link) for text, number, link in pieces), parts
 
 
 def _rewrite(paragraph, parts: list, translated: str) -> None:
@@ -121,17 +115,15 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
         r.append(t)
         return r
 
-    root, _ = parse_html(translated)
-    for node in root.children:
-        if isinstance(node, Text):
-            element.append(run(node.text, None))
-        elif isinstance(node, Element) and node.attr("data-r") is not None:
-            element.append(run(node.text(), parts[int(node.attr("data-r") or 0)]))
-        elif isinstance(node, Element) and node.attr("data-h") is not None:
-            link = copy.deepcopy(parts[int(node.attr("data-h") or 0)])
-            runs = [c for c in link if _local(c.tag) == "r"]
-            rpr = runs[0].find(qn("w:rPr")) if runs else None
-            for child in runs:
-                link.remove(child)
-            link.append(run(node.text(), rpr))
-            element.append(link)
+    for text, number in stretches(translated):
+        part = None if number is None else parts[number]
+        if part is None or _local(part.tag) == "rPr":
+            element.append(run(text, part))
+            continue
+        link = copy.deepcopy(part)  # a hyperlink: its runs become one with the first's format
+        runs = [c for c in link if _local(c.tag) == "r"]
+        rpr = runs[0].find(qn("w:rPr")) if runs else None
+        for child in runs:
+            link.remove(child)
+        link.append(run(text, rpr))
+        element.append(link)

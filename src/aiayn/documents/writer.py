@@ -12,12 +12,10 @@ text node in place, so nothing in it is lost.
 from __future__ import annotations
 
 import copy
-import html
 import io
 
 from ..errors import UserError, require
-from ..markup.parse import Element, Text, parse_html
-from . import Job
+from . import Job, spanned, stretches
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
@@ -73,15 +71,14 @@ def _text(node) -> str:
 
 def _markup(paragraph) -> tuple[str, list]:
     parts: list = []
-    pieces: list[str] = []
+    pieces = []
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
-            pieces.append(html.escape(_text(child)))
+            pieces.append(spanned(_text(child), None))
         else:
             parts.append(child)
-            kind = "a data-h" if child.qname == (_TEXT_NS, "a") else "span data-r"
-            tag = kind.split()[0]
-            pieces.append(f'<{kind}="{len(parts) - 1}">{html.escape(_text(child))}</{tag}>')
+            pieces.append(spanned(_text(child), len(parts) - 1,
+                                  link=child.qname == (_TEXT_NS, "a")))
     return "".join(pieces), parts
 
 
@@ -91,16 +88,14 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
             paragraph.childNodes.remove(child)
         else:
             paragraph.removeChild(child)
-    root, _ = parse_html(translated)
-    for node in root.children:
-        if isinstance(node, Text):
-            paragraph.addText(node.text)
-        elif isinstance(node, Element):
-            number = node.attr("data-r") or node.attr("data-h") or "0"
-            element = copy.copy(parts[int(number)])  # its name and attributes
-            element.childNodes, element.parentNode = [], None
-            element.addText(node.text())
-            paragraph.appendChild(element)
+    for text, number in stretches(translated):
+        if number is None:
+            paragraph.addText(text)
+            continue
+        element = copy.copy(parts[number])  # its name and attributes
+        element.childNodes, element.parentNode = [], None
+        element.addText(text)
+        paragraph.appendChild(element)
 
 
 def _text_nodes(node):

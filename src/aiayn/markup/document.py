@@ -230,16 +230,18 @@ class Document:
                 groups[-1].append(k)
             else:
                 groups.append([k])
-        ids = []
-        for group in groups:
+        ids: list[int] = []
+        starts: list[int] = []
+        unit_of: dict[int, int] = {}  # sentence -> its group
+        for g, group in enumerate(groups):
             start, end = bounds[group[0]][0], bounds[group[-1]][1]
             ids.append(len(self._units))
+            starts.append(start)
+            unit_of.update((k, g) for k in group)
             self._units.append(_Unit(plain[start:end]))
         for span in spans:  # each to the unit its start is in
-            k = where(span.start)
-            unit = next(i for i, g in zip(ids, groups) if k in g)
-            start = bounds[[g for g in groups if k in g][0][0]][0]
-            self._units[unit].spans.append(span.shifted(start))
+            g = unit_of[where(span.start)]
+            self._units[ids[g]].spans.append(span.shifted(starts[g]))
         return ids
 
     # ------------------------------------------------------------------ writing
