@@ -138,6 +138,8 @@ XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
       <trans-unit id="1"><source>{SENTENCES[0]}</source></trans-unit>
       <trans-unit id="2"><source>{SENTENCES[1]}</source><target>KEPT</target></trans-unit>
       <trans-unit id="3" translate="no"><source>{SENTENCES[2]}</source></trans-unit>
+      <trans-unit id="4"><source>alpha <g id="1" ctype="bold">beta gamma</g> delta<x id="2"/>\
+</source></trans-unit>
     </body>
   </file>
 </xliff>
@@ -149,9 +151,16 @@ def test_xliff_units(toy_model, translator, tmp_path):
     path = tmp_path / "in.xlf"
     path.write_text(XLIFF, encoding="utf-8")
     out = xliff.xlifffile.parsestring(run(toy_model, path, tmp_path / "out.xlf"))
-    first, kept, no = out.units
+    first, kept, no, inline = out.units
     assert str(first.target) == translator.translate([SENTENCES[0]])[0] and first.isfuzzy()
     assert str(kept.target) == "KEPT" and no.target is None
+    # inline elements go through the markup path: the sentence whole, the elements kept
+    target = inline.xmlelement.find(inline.namespaced("target"))
+    assert [(e.tag.split("}")[1], dict(e.attrib)) for e in target.iter() if e is not target] \
+        == [("g", {"id": "1", "ctype": "bold"}), ("x", {"id": "2"})]
+    assert " ".join("".join(target.itertext()).split()) \
+        == translator.translate(["alpha beta gamma delta"])[0]
+    assert inline.isfuzzy()
 
 
 @pytest.mark.parametrize("name,content,message", [
