@@ -4,6 +4,11 @@ the markup and glossary benchmarks measure tag placement and term positions agai
     from alignment import eflomal_links
     links = eflomal_links(sources, targets, train_src, train_tgt)  # a set of (i, j) per pair
 
+As a script it writes a corpus's training pairs' alignments in Pharaoh format, one line per
+pair, for `aiayn prepare --alignments` (guided alignment):
+
+    python benchmarks/alignment.py --corpus DIR --src en --tgt es -o train.en-es.aln
+
 Words are split at whitespace, as ``aiayn.markup`` splits them. eflomal is run once over the
 training corpus followed by the pairs to align (it learns from all of them), in both directions,
 and the two are symmetrized with grow-diag-final-and (Koehn et al. 2005), as Moses does
@@ -12,8 +17,11 @@ and the two are symmetrized with grow-diag-final-and (Koehn et al. 2005), as Mos
 
 from __future__ import annotations
 
+import argparse
+import gzip
 import os
 import tempfile
+import time
 
 from aiayn.inspect import grow_diag_final_and
 
@@ -38,3 +46,31 @@ def eflomal_links(sources: list[str], targets: list[str], train_src: list[str],
         forward, backward = _read(fwd), _read(rev)
     n = len(train_src)
     return [grow_diag_final_and(f, b) for f, b in zip(forward[n:], backward[n:])]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description="eflomal's alignments of a corpus's training pairs")
+    p.add_argument("--corpus", required=True, help="a directory with train.SRC.gz, train.TGT.gz")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("-o", "--out", required=True, help="the Pharaoh file to write")
+    args = p.parse_args()
+
+    def read(lang: str) -> list[str]:
+        with gzip.open(os.path.join(args.corpus, f"train.{lang}.gz"), "rt",
+                       encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    start = time.perf_counter()
+    src, tgt = read(args.src), read(args.tgt)
+    links = eflomal_links(src, tgt, [], [])
+    with open(args.out, "w", encoding="utf-8") as f:
+        for s, t, pairs in zip(src, tgt, links):
+            # an empty side was aligned as "_": no links
+            f.write(" ".join(f"{i}-{j}" for i, j in sorted(pairs))
+                    if s.split() and t.split() else "")
+            f.write("\n")
+    print(f"{len(src):,} pairs aligned in {time.perf_counter() - start:.0f} s: {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -42,6 +42,9 @@ def world(tiny_checkpoint, toy_data, tmp_path_factory) -> Path:
     (root / "marian").mkdir()
     (root / "marian" / "config.json").write_text('{"model_type": "bert"}')
     (root / "taken.txt").write_text("a file the user keeps\n")
+    (root / "short.aln").write_text("0-1 1-0\n")
+    (root / "bad.aln").write_text("0-1 1:0\n0-0\n0-0\n")
+    (root / "far.aln").write_text("0-1 1-0\n0-5\n0-0\n")
     return root
 
 
@@ -74,6 +77,14 @@ CASES = [
     ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --tokenizer {w}/not-a-checkpoint "
      "--out {w}/new", "not a checkpoint"),
     ("prepare --train-src {w}/src.txt --out {w}/new", "--train-tgt"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --alignments {w}/short.aln "
+     "--out {w}/new", "short.aln has 1 lines but the training data has 3"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --alignments {w}/bad.aln "
+     "--out {w}/new", "bad.aln: line 1 has '1:0'"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --alignments {w}/far.aln "
+     "--out {w}/new", "far.aln: line 2 links 0-5, but the pair has 2 source and 2 target"),
+    ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --alignments {w}/nope.aln "
+     "--out {w}/new", "nope.aln: no such file"),
     # train
     ("train --data {w}/nope --out {w}/new", "nope"),
     ("train --data {w}/not-a-checkpoint --out {w}/new", "not-a-checkpoint"),

@@ -77,6 +77,10 @@ class ModelConfig:
         pad_id, unk_id, bos_id, eos_id: special token ids; ``bos_id`` may be null when the
             decoder starts from the pad id.
         decoder_start: the first decoder input, "bos" (aiayn) or "pad" (departure, Marian's).
+        alignment_layer: the decoder layer (from 0) whose first cross-attention head is trained
+            on word alignments (guided alignment, Garg et al. 2019; Marian's
+            ``--guided-alignment``) and gives ``--alignments`` and inline tags their links;
+            None: not trained, the links come from every layer and head averaged.
     """
 
     vocab_size: int = 8000
@@ -105,6 +109,7 @@ class ModelConfig:
     bos_id: int | None = BOS_ID
     eos_id: int = EOS_ID
     decoder_start: str = "bos"
+    alignment_layer: int | None = None
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:
@@ -146,6 +151,12 @@ class ModelConfig:
                 fail(name, "must be true or false")
         if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
             fail("share_embeddings", "needs one shared vocabulary: set tgt_vocab_size to null")
+        if self.alignment_layer is not None and (
+            not isinstance(self.alignment_layer, int) or isinstance(self.alignment_layer, bool)
+            or not 0 <= self.alignment_layer < max(1, self.n_decoder_layers)
+        ):
+            fail("alignment_layer", f"must be a decoder layer in [0, {self.n_decoder_layers}) "
+                 "or null")
         if self.bos_id is None and self.decoder_start == "bos":
             fail("bos_id", "may be null only with decoder_start 'pad'")
         ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id,

@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .config import ModelConfig
+from .data.tokenizer import word_starts
 from .model import sinusoidal_table
 
 KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
@@ -63,20 +65,7 @@ def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> 
 
 
 # ------------------------------------------------------------------------ alignments
-def word_starts(pieces: list[str]) -> list[int]:
-    """Word index of every SentencePiece piece ('▁' opens a word); specials get -1."""
-    out, word = [], -1
-    for piece in pieces:
-        if piece in ("</s>", "<s>", "<pad>"):
-            out.append(-1)
-            continue
-        if piece.startswith("\u2581") or word < 0:
-            word += 1
-        out.append(word)
-    return out
-
-
-def word_alignments(maps: AttentionMaps, layer: int | None = None, *,
+def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int | None = None,
                     sure_first: bool = False) -> list[tuple[int, int]]:
     """Source-target word alignments from cross-attention, as (source word, target word) pairs.
 
@@ -88,10 +77,15 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *,
     Measured against eflomal on Bible dev sentences, this agreed better than one direction or
     the penultimate layer alone (docs/design.md).
 
+    ``head``: that head of ``layer`` alone: a model trained with guided alignment
+    (``ModelConfig.alignment_layer``) has learned word alignments in its first head there.
+
     ``sure_first``: a source word with links found in both directions keeps only those (what
     inline tags are placed by: the hull of a tag's target words is then tighter).
     """
-    stack = torch.stack(maps.cross) if layer is None else maps.cross[layer][None]
+    stack = torch.stack(maps.cross) if layer is None else maps.cross[layer][None]  # (L, H, T, S)
+    if head is not None:
+        stack = stack[:, head:head + 1]
     weights = stack.mean((0, 1))  # (T, S)
     src_words = word_starts(maps.src_tokens)
     tgt_words = word_starts(maps.tgt_tokens[1:])  # row t predicts tgt_tokens[t + 1]
@@ -111,6 +105,14 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *,
         have = {i for i, _ in sure}
         links = sure | {(i, j) for i, j in links if i not in have}
     return sorted(links)
+
+
+def model_alignments(maps: AttentionMaps, cfg: ModelConfig, *, sure_first: bool = False
+                     ) -> list[tuple[int, int]]:
+    """``word_alignments`` as the model gives them best: from its alignment head where it was
+    trained with guided alignment (``cfg.alignment_layer``), else every layer and head."""
+    layer = cfg.alignment_layer
+    return word_alignments(maps, layer, head=None if layer is None else 0, sure_first=sure_first)
 
 
 def grow_diag_final_and(forward: set[tuple[int, int]], backward: set[tuple[int, int]]

@@ -370,10 +370,10 @@ class Translator:
     def word_links(self, pairs: list[tuple[str, str]], *, sure_first: bool = False
                    ) -> list[list[tuple[int, int]]]:
         """(source word, target word) links of (source, translation) pairs, words split at
-        whitespace, from cross-attention (``aiayn.inspect.word_alignments``, ``sure_first``
+        whitespace, from cross-attention (``aiayn.inspect.model_alignments``, ``sure_first``
         passed on; an ensemble's first model aligns). A pair the model cannot read whole gets
         none."""
-        from .inspect import attention_maps, word_alignments
+        from .inspect import attention_maps, model_alignments
         model = self.model.models[0] if isinstance(self.model, Ensemble) else self.model
         model = model.model if isinstance(model, CompiledSteps) else model
         out: list[list[tuple[int, int]]] = []
@@ -387,7 +387,7 @@ class Translator:
                 out.append([])
                 continue
             maps = attention_maps(model, self.tokenizer, encoded.ids, target)
-            out.append(word_alignments(maps, sure_first=sure_first))
+            out.append(model_alignments(maps, model.cfg, sure_first=sure_first))
         return out
 
     def translate_markup(self, documents: Iterable[str], fmt: str = "html",
@@ -420,10 +420,10 @@ class Translator:
 
     def align(self, source: str, translation: str) -> str:
         """Pharaoh 'i-j' word alignments of a translation, from cross-attention."""
-        from .inspect import pharaoh, word_alignments
+        from .inspect import model_alignments, pharaoh
         if not source.strip() or not translation.strip():
             return ""
-        return pharaoh(word_alignments(self.attention(source, translation)))
+        return pharaoh(model_alignments(self.attention(source, translation), self.cfg))
 
 
 def load(path: str | Path | Checkpoint | list, *, device: str = "cpu", int8: bool = False,

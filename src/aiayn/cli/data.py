@@ -60,6 +60,11 @@ def add_prepare(sub) -> None:
                    help="protect placeholders (%%s, %%1$d, {0}, ${name}, <b>, &amp;...) as "
                         "single pieces; models trained on the data put the source's back in "
                         "their translations")
+    p.add_argument("--alignments", metavar="FILE",
+                   help="word alignments of the training pairs, one Pharaoh line (0-0 1-2 ...) "
+                        "per line, as fast_align or eflomal write them: `aiayn train` then "
+                        "trains one attention head on them (guided alignment), which "
+                        "--alignments and inline tags take their links from")
     p.set_defaults(command_fn=prepare_command)
 
 
@@ -67,7 +72,7 @@ def prepare_command(args: argparse.Namespace) -> None:
     from ..checkpoint import Checkpoint
     from ..data.prepare import prepare
     output_directory(args.out, "--out", args.train_src, args.train_tgt, args.train_tsv,
-                     args.valid_src, args.valid_tgt, args.valid_tsv)
+                     args.valid_src, args.valid_tgt, args.valid_tsv, args.alignments)
     train = _text_pair("train", args, required=True)
     valid = _text_pair("valid", args, required=False)
     if (args.src_lang is None) != (args.tgt_lang is None):
@@ -78,7 +83,7 @@ def prepare_command(args: argparse.Namespace) -> None:
             tokenizer=Checkpoint.open(args.tokenizer).tokenizer if args.tokenizer else None,
             tokenizer_name=args.tokenizer or "",
             languages=languages, task=args.task, protect_placeholders=args.placeholders,
-            log=log)
+            alignments=args.alignments, log=log)
     print(f"prepared {args.out}")
 
 

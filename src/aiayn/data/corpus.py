@@ -34,6 +34,11 @@ def offsets_file(split: str, side: str) -> str:
     return f"{split}.{side}.offsets.npy"
 
 
+# word alignments of the training pairs (`aiayn prepare --alignments`), as piece links: each
+# link two numbers, (source piece, target piece), in ``ids_file(split, ALIGNMENTS)``
+ALIGNMENTS = "align"
+
+
 def text_file(split: str, side: str) -> str:
     """The kept sentences as text (validation only: the BLEU references)."""
     return f"{split}.{side}.txt"
@@ -69,6 +74,21 @@ class ParallelCorpus:
         # the longer side in model positions, source + EOS or target + BOS/EOS
         sizes = np.maximum(np.diff(src_offsets), np.diff(tgt_offsets)) + 1
         self.sizes = sizes.astype(np.uint16 if sizes.max(initial=0) < 2 ** 16 else np.int32)
+        # the word alignments as piece links, where `prepare` was given them
+        self.links: tuple[np.ndarray, np.ndarray] | None = None
+        links_path = data_dir / ids_file(split, ALIGNMENTS)
+        if links_path.is_file():
+            verify(data_dir, [ids_file(split, ALIGNMENTS), offsets_file(split, ALIGNMENTS)])
+            try:
+                self.links = (np.load(links_path, mmap_mode="r", allow_pickle=False),
+                              np.load(data_dir / offsets_file(split, ALIGNMENTS),
+                                      mmap_mode="r", allow_pickle=False))
+            except (ValueError, OSError) as err:
+                raise UserError(f"{links_path}: corrupt prepared data ({err}); "
+                                "run `aiayn prepare` again") from None
+            if len(self.links[1]) != len(src_offsets):
+                raise UserError(f"{data_dir}: {split} alignments and sentences differ in "
+                                "number; run `aiayn prepare` again")
         stats = data_dir / STATS
         # a classification corpus: the target side is one label index per text
         self.labels = (json.loads(stats.read_text()).get("labels") if stats.is_file()
@@ -112,7 +132,26 @@ class ParallelCorpus:
             tgt_in[row, 1:len(y) + 1] = y
             tgt_out[row, :len(y)] = y
             tgt_out[row, len(y)] = cfg.eos_id
-        return Batch(src, tgt_in, tgt_out, pad)
+        alignment = None
+        if self.links is not None:
+            alignment = torch.zeros(b, t, src.size(1))
+            for row, (i, s, x) in enumerate(zip(indices, srcs, tgts)):
+                alignment[row] = self.alignment(int(i), len(s), len(x), t, src.size(1))
+        return Batch(src, tgt_in, tgt_out, pad, alignment)
+
+    def alignment(self, index: int, n_src: int, n_tgt: int, rows: int, cols: int) -> Tensor:
+        """Sentence ``index``'s links as (rows, cols) attention targets: row t (the query that
+        predicts target piece t) spread evenly over the source pieces linked to it; the EOS row
+        on the source's EOS; rows of unlinked pieces zero."""
+        assert self.links is not None
+        ids, offsets = self.links
+        flat = np.asarray(ids[2 * offsets[index]:2 * offsets[index + 1]], dtype=np.int64)
+        out = torch.zeros(rows, cols)
+        if len(flat):
+            pairs = torch.from_numpy(flat.reshape(-1, 2))
+            out[pairs[:, 1], pairs[:, 0]] = 1.0
+        out[n_tgt, n_src] = 1.0
+        return out / out.sum(1, keepdim=True).clamp_min(1.0)
 
 
 def split_lines(text: str) -> list[str]:
@@ -131,6 +170,7 @@ class Batch:
     tgt_in: Tensor  # (B, T)
     tgt_out: Tensor  # (B, T)
     pad_id: int
+    alignment: Tensor | None = None  # (B, T, S): guided alignment's targets, rows sum to 1 or 0
 
     @property
     def target_tokens(self) -> int:
@@ -138,7 +178,7 @@ class Batch:
 
     def to(self, device: torch.device | str) -> "Batch":
         return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
-                     self.pad_id)
+                     self.pad_id, None if self.alignment is None else self.alignment.to(device))
 
     def halves(self) -> list["Batch"]:
         """The batch as two of half its sentences (one, if it holds only one)."""
@@ -146,7 +186,8 @@ class Batch:
         if n < 2:
             return [self]
         cut = (n + 1) // 2
-        return [Batch(self.src[rows], self.tgt_in[rows], self.tgt_out[rows], self.pad_id)
+        return [Batch(self.src[rows], self.tgt_in[rows], self.tgt_out[rows], self.pad_id,
+                      None if self.alignment is None else self.alignment[rows])
                 for rows in (slice(0, cut), slice(cut, n))]
 
 

@@ -5,6 +5,8 @@ The output directory holds, per split (``train``, ``valid``) and side (``src``, 
 - ``{split}.{side}.ids.npy``      every sentence's token ids, concatenated (uint16 or uint32)
 - ``{split}.{side}.offsets.npy``  int64, n + 1 offsets: sentence i is ids[offsets[i]:offsets[i+1]]
 - ``valid.{side}.txt``            the kept validation sentences as text (BLEU references)
+- ``train.align.ids.npy``, ``train.align.offsets.npy``   with ``alignments``: each training
+  pair's word alignments as (source piece, target piece) links, two numbers a link
 
 plus ``spm.model`` (the shared BPE vocabulary, §5.1; or, with ``tokenizer``, a checkpoint's
 vocabulary in its own form) and ``stats.json``. Training memory-maps the
@@ -32,8 +34,8 @@ from ..errors import UserError
 from ..files import replace_directory
 from ..integrity import write_checksums
 from ..placeholders import SENTINELS, mask
-from .corpus import STATS, TOKENIZER, ids_file, offsets_file, text_file
-from .tokenizer import BYTE_FALLBACK_MIN_VOCAB, AnyTokenizer, train_tokenizer
+from .corpus import ALIGNMENTS, STATS, TOKENIZER, ids_file, offsets_file, text_file
+from .tokenizer import BYTE_FALLBACK_MIN_VOCAB, AnyTokenizer, train_tokenizer, word_starts
 
 ENCODE_CHUNK = 10_000
 
@@ -62,6 +64,8 @@ class SplitStats:
     unk_tokens: int = 0  # tokens <unk>: characters lost (a vocabulary without byte fallback)
     unseen_characters: str = ""  # the most frequent of those characters, most frequent first
     coverage: str = ""  # the above in words
+    aligned: int = 0  # pairs whose word alignments were kept (``alignments``)
+    alignment_links: int = 0  # their links, counted in pieces
 
 
 class Coverage:
@@ -167,13 +171,16 @@ class _IdWriter:
         self.handle = open(self.tmp, "wb")
         self.lengths: list[int] = []  # 8 bytes a sentence; the ids themselves go to disk
 
-    def add(self, ids: list[int]) -> None:
+    def add(self, ids: list[int], count: int | None = None) -> None:
+        """Append one sentence's numbers; ``count``: what its offset advances by (links: half
+        of them), when not their number."""
         self.handle.write(np.asarray(ids, dtype=self.dtype).tobytes())
-        self.lengths.append(len(ids))
+        self.lengths.append(len(ids) if count is None else count)
 
-    def close(self) -> int:
+    def close(self, pairs: int = 1) -> int:
+        """Write the file and the offsets; ``pairs``: numbers per counted item (links: 2)."""
         self.handle.close()
-        total = int(sum(self.lengths))
+        total = int(sum(self.lengths)) * pairs
         out = np.lib.format.open_memmap(self.path, mode="w+", dtype=self.dtype, shape=(total,))
         with open(self.tmp, "rb") as handle:
             pos = 0
@@ -190,14 +197,54 @@ class _IdWriter:
         return total
 
 
+LINK = re.compile(r"(\d+)-(\d+)")
+
+
+def read_links(path: Path, number: int, line: str) -> list[tuple[int, int]]:
+    """One line of Pharaoh alignments ("0-0 1-2 ..." : source word - target word) as pairs."""
+    links = []
+    for item in line.split():
+        found = LINK.fullmatch(item)
+        if found is None:
+            raise UserError(f"{path}: line {number} has {item!r}; alignments are "
+                            "source-target word index pairs such as 0-0 1-2 (Pharaoh format)")
+        links.append((int(found[1]), int(found[2])))
+    return links
+
+
+def piece_links(path: Path, number: int, links: list[tuple[int, int]], src_pieces: list[str],
+                tgt_pieces: list[str], src_text: str, tgt_text: str) -> list[int] | None:
+    """Word links as links between the words' pieces, flat: [source piece, target piece, ...];
+    None when the vocabulary's words are not the text's (normalization joined or split some)."""
+    src_words, tgt_words = word_starts(src_pieces), word_starts(tgt_pieces)
+    n_src, n_tgt = len(src_text.split()), len(tgt_text.split())
+    for i, j in links:
+        if i >= n_src or j >= n_tgt:
+            raise UserError(f"{path}: line {number} links {i}-{j}, but the pair has {n_src} "
+                            f"source and {n_tgt} target words (split at spaces); make the "
+                            "alignments from the same files, one line per pair")
+    if max(src_words, default=-1) + 1 != n_src or max(tgt_words, default=-1) + 1 != n_tgt:
+        return None
+    by_src: dict[int, list[int]] = {}
+    for p, w in enumerate(src_words):
+        by_src.setdefault(w, []).append(p)
+    by_tgt: dict[int, list[int]] = {}
+    for p, w in enumerate(tgt_words):
+        by_tgt.setdefault(w, []).append(p)
+    return [x for i, j in sorted(set(links)) for q in by_tgt[j] for p in by_src[i]
+            for x in (p, q)]
+
+
 def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: str,
                  max_len: int, keep_text: bool, labels: list[str] | None = None,
-                 protect: bool = False) -> SplitStats:
+                 protect: bool = False, alignments: Path | None = None) -> SplitStats:
     """Encode one split into id files; skip empty pairs and filter pairs over ``max_len``.
 
     With ``labels`` (classification) the target side is a label: its index is the one id.
     With ``protect`` placeholders are encoded as sentinels; the text files keep them as they
-    are (validation references are raw text)."""
+    are (validation references are raw text). ``alignments``: a Pharaoh file, one line per
+    line of the split, whose word links are kept as piece links (a pair whose words the
+    vocabulary's normalization changed keeps none)."""
     largest = max(tokenizer.vocab_size, tokenizer.target_vocab_size)
     dtype = np.dtype(np.uint16 if largest <= 65535 else np.uint32)
     writers = {side: _IdWriter(out / ids_file(split, side), out / offsets_file(split, side), dtype)
@@ -205,6 +252,11 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     texts = ({side: open(out / text_file(split, side), "w", encoding="utf-8")
               for side in ("src", "tgt")} if keep_text else None)
     stats, coverage = SplitStats(), Coverage(tokenizer)
+    link_writer = (_IdWriter(out / ids_file(split, ALIGNMENTS),
+                             out / offsets_file(split, ALIGNMENTS), np.dtype(np.uint32))
+                   if alignments is not None else None)
+    link_lines = iter(_lines(alignments)) if alignments is not None else None
+    found: list[tuple[int, list[tuple[int, int]]]] = []  # (line, links) of each pair in ``batch``
 
     def flush(batch: list[tuple[str, str]]) -> None:
         encoded = [(m[0], m[1] or "") for m in (mask(s, t) for s, t in batch)] if protect \
@@ -214,11 +266,20 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
             tgt_ids = tokenizer.encode_batch([t for _, t in encoded], side="target")
         else:
             tgt_ids = [[labels.index(t)] for _, t in batch]
-        for (s_text, t_text), s, t in zip(batch, src_ids, tgt_ids):
+        for k, ((s_text, t_text), s, t) in enumerate(zip(batch, src_ids, tgt_ids)):
             # +1: each side carries one special token (EOS on the source, BOS/EOS on the target)
             if len(s) + 1 > max_len or len(t) + 1 > max_len:
                 stats.too_long_filtered += 1
                 continue
+            if link_writer is not None and alignments is not None:
+                number, links = found[k]
+                flat = piece_links(alignments, number, links,
+                                   tokenizer.pieces(s, side="source"), tokenizer.pieces(t),
+                                   s_text, t_text)
+                link_writer.add(flat or [], count=len(flat or []) // 2)
+                if flat is not None:
+                    stats.aligned += 1
+                    stats.alignment_links += len(flat) // 2
             writers["src"].add(s)
             writers["tgt"].add(t)
             coverage.count(stats, s_text, s, "source")
@@ -234,6 +295,12 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     batch: list[tuple[str, str]] = []
     for number, (s, t) in enumerate(read_pairs(source), 1):
         s, t = s.strip(), t.strip()
+        if link_lines is not None and alignments is not None:
+            line = next(link_lines, None)
+            if line is None:
+                raise UserError(f"{alignments}: {number - 1} lines, but the training data has "
+                                "more; give one line of alignments per training pair")
+            links = read_links(alignments, number, line)
         if labels is not None and s and t not in labels:
             why = "has no label" if not t else f"has the label {t!r}, unseen in training"
             raise UserError(f"{source.describe()}: line {number} {why}; every line needs "
@@ -242,14 +309,21 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
             stats.empty_skipped += 1
             continue
         batch.append((s, t))
+        if link_lines is not None:
+            found.append((number, links))
         if len(batch) == ENCODE_CHUNK:
             flush(batch)
-            batch = []
+            batch, found = [], []
     if batch:
         flush(batch)
+    if link_lines is not None and next(link_lines, None) is not None:
+        raise UserError(f"{alignments}: more lines than the training data's pairs; give one "
+                        "line of alignments per training pair")
     stats.coverage = coverage.describe(stats)
     stats.src_tokens = writers["src"].close()
     stats.tgt_tokens = writers["tgt"].close()
+    if link_writer is not None:
+        link_writer.close(pairs=2)
     if texts is not None:
         for handle in texts.values():
             handle.close()
@@ -265,7 +339,8 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             sample_sentences: int = 2_000_000, overwrite: bool = False,
             tokenizer: AnyTokenizer | None = None, tokenizer_name: str = "",
             languages: tuple[str, str] | None = None,
-            task: str = "translate", protect_placeholders: bool = False, log=print) -> dict:
+            task: str = "translate", protect_placeholders: bool = False,
+            alignments: str | Path | None = None, log=print) -> dict:
     """Check, train the shared vocabulary on both sides of ``train``, encode every split.
 
     ``tokenizer``: a vocabulary that encodes the text instead (a checkpoint's, for fine-tuning
@@ -276,6 +351,9 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
     trained on the texts and the labels, taken from the training data, are kept in stats.
     ``protect_placeholders``: printf, brace and markup placeholders become sentinels that are
     single pieces (``aiayn.placeholders``); models trained on it restore them when translating.
+    ``alignments``: word alignments of the training pairs in Pharaoh format (one line per line
+    of ``train``, "i-j" = source word i, target word j, words split at spaces; what fast_align
+    or eflomal write), kept as piece links for guided alignment (`aiayn train`).
 
     Returns the statistics also written to ``out/stats.json``.
     Raises UserError for bad input; ``out`` is left untouched then.
@@ -293,9 +371,18 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
     if protect_placeholders and (tokenizer is not None or task == "classify"):
         raise UserError("--placeholders trains a vocabulary with the placeholder sentinels: it "
                         "goes without --tokenizer and --task classify")
+    if alignments is not None and task == "classify":
+        raise UserError("--alignments links the words of translation pairs: it goes without "
+                        "--task classify")
     given = tokenizer
     splits = {"train": train} | ({"valid": valid} if valid is not None else {})
     lines = {name: check_pairs(src) for name, src in splits.items()}
+    if alignments is not None:
+        alignments = Path(alignments)
+        n = sum(1 for _ in _lines(alignments))
+        if n != lines["train"]:
+            raise UserError(f"{alignments} has {n} lines but the training data has "
+                            f"{lines['train']}; give one line of alignments per training pair")
     log("checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -342,12 +429,18 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         for name, source in splits.items():
             log(f"encoding {name} ({source.describe()})")
             split = encode_split(vocab, source, work, name, max_len, keep_text=name != "train",
-                                 labels=labels, protect=protect_placeholders)
+                                 labels=labels, protect=protect_placeholders,
+                                 alignments=alignments if name == "train" else None)
             stats["splits"][name] = dict(vars(split))
             stats["splits"][name]["source"] = source.describe()
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
                 f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")
             log(f"  coverage: {split.coverage}")
+            if name == "train" and alignments is not None:
+                log(f"  alignments: {split.aligned:,} pairs, {split.alignment_links:,} piece "
+                    f"links; {split.pairs - split.aligned:,} pairs whose words the vocabulary's "
+                    "normalization changed have none")
+                stats["alignments"] = str(alignments)
         (work / STATS).write_text(json.dumps(stats, indent=2) + "\n")
         write_checksums(work)
         replace_directory(work, out)

@@ -196,6 +196,19 @@ class MarianVocab:
 AnyTokenizer = Union[Tokenizer, MarianVocab]
 
 
+def word_starts(pieces: list[str]) -> list[int]:
+    """Word index of every SentencePiece piece ('▁' opens a word); specials get -1."""
+    out, word = [], -1
+    for piece in pieces:
+        if piece in ("</s>", "<s>", "<pad>"):
+            out.append(-1)
+            continue
+        if piece.startswith("\u2581") or word < 0:
+            word += 1
+        out.append(word)
+    return out
+
+
 def load_tokenizer(directory: str | Path) -> AnyTokenizer:
     """The vocabulary kept in a checkpoint or prepared data directory, in either form; its
     files are checked against the directory's checksums when it has them."""

@@ -63,9 +63,12 @@ def transformer_spec(model, tokenizer):
         raise UserError("CTranslate2 has no sandwich-norm layers; this model cannot be exported")
     activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU,
                   "swish": common_spec.Activation.SWISH}[cfg.activation]
+    # a model trained with guided alignment: CTranslate2's return_alignment reads its head
+    guided = {} if cfg.alignment_layer is None else {"alignment_layer": cfg.alignment_layer,
+                                                     "alignment_heads": 1}
     spec = ts.TransformerSpec.from_config((cfg.n_encoder_layers, cfg.n_decoder_layers),
                                           cfg.n_heads, pre_norm=cfg.norm == "pre",
-                                          activation=activation)
+                                          activation=activation, **guided)
     scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
     for side, embed in ((spec.encoder, model.src_embed), (spec.decoder, model.tgt_embed)):
         side.scale_embeddings = scale

@@ -200,16 +200,19 @@ class Decoder(nn.Module):
         self_mask: Tensor | None = None,
         cache: DecoderCache | None = None,
         return_weights: bool = False,
+        weights_of: int | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """x (B, T, D) -> (B, T, D), per-layer self- and cross-attention weights.
 
         With ``cache``, x holds the next T positions; the cache advances by T once every layer
-        has appended its keys and values.
+        has appended its keys and values. ``weights_of``: the weights of this layer alone (the
+        others keep the fused attention).
         """
         self_ws, cross_ws = [], []
         for index, layer in enumerate(self.layers):
             x, self_w, cross_w = layer(x, memory, src_mask, self_mask=self_mask, cache=cache,
-                                       index=index, return_weights=return_weights)
+                                       index=index,
+                                       return_weights=return_weights or index == weights_of)
             if self_w is not None:
                 self_ws.append(self_w)
             if cross_w is not None:

@@ -101,9 +101,22 @@ class Transformer(nn.Module):
                                           return_weights=return_weights)
         return self.output_proj(x), self_w, cross_w
 
-    def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False
-                ) -> Tensor | tuple[Tensor, AttentionWeights]:
-        """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights]."""
+    def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False,
+                return_alignment: bool = False
+                ) -> Tensor | tuple[Tensor, AttentionWeights] | tuple[Tensor, Tensor]:
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights].
+
+        ``return_alignment``: logits and the (B, T, S) weights of the alignment head (the
+        first cross-attention head of ``cfg.alignment_layer``), which guided alignment trains.
+        """
+        if return_alignment:
+            layer = self.cfg.alignment_layer
+            if layer is None:
+                raise ValueError("return_alignment needs a model with an alignment_layer")
+            memory, src_mask, _ = self.encode(src)
+            x, _, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
+                                         weights_of=layer)
+            return self.output_proj(x), cross_w[0][:, 0]
         memory, src_mask, enc_w = self.encode(src, return_weights=return_weights)
         logits, self_w, cross_w = self.decode(tgt_in, memory, src_mask,
                                               return_weights=return_weights)

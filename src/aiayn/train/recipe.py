@@ -78,6 +78,11 @@ class TrainConfig:
     adam_eps: float = setting(1e-9, "Adam's epsilon", flag=False)
     label_smoothing: float = setting(0.1, "label smoothing epsilon (the paper: 0.1)",
                                      unit="EPSILON")
+    alignment_weight: float = setting(0.1, "weight of guided alignment's loss (the alignment "
+                                      "head's cross-entropy against the data's word "
+                                      "alignments, Marian's default) when the data holds them "
+                                      "(`aiayn prepare --alignments`); 0 = not trained",
+                                      unit="WEIGHT")
     clip_norm: float = setting(0.0, "clip gradients to this global norm; 0 = no clipping",
                                unit="NORM")
     max_steps: int = setting(0, "stop after this many optimizer steps; 0 = no limit",
@@ -125,8 +130,9 @@ class TrainConfig:
             fail("label_smoothing", "must be in [0, 1)")
         if self.lr_scale <= 0:
             fail("lr_scale", "must be positive")
-        if self.max_minutes < 0 or self.clip_norm < 0:
-            fail("max_minutes" if self.max_minutes < 0 else "clip_norm", "must be >= 0")
+        for name in ("max_minutes", "clip_norm", "alignment_weight"):
+            if getattr(self, name) < 0:
+                fail(name, "must be >= 0")
         for f in fields(self):
             choices = f.metadata["choices"]
             if choices and getattr(self, f.name) not in choices:

@@ -138,6 +138,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     references = text("tgt") if valid_data is not None else []
     model_cfg = (_init_config(cfg, tokenizer) if cfg.init
                  else cfg.model_config(tokenizer.vocab_size))
+    guided = (train_data.links is not None and cfg.alignment_weight > 0
+              and cfg.arch == "encoder-decoder" and model_cfg.n_decoder_layers > 0)
+    if guided and model_cfg.alignment_layer is None:
+        # the last layer's first head, as Marian's transformer trains it
+        model_cfg = model_cfg.replace(alignment_layer=model_cfg.n_decoder_layers - 1)
+    if not guided:
+        train_data.links = None  # (batches without alignment targets)
     if int(train_data.sizes.max()) > model_cfg.max_len:
         raise UserError(f"the longest training sentence ({int(train_data.sizes.max())} tokens) "
                         f"exceeds the model's max_len ({model_cfg.max_len}); prepare with a lower "
@@ -195,6 +202,9 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}")
+        if guided:
+            log(f"guided alignment: head 1 of decoder layer {(model_cfg.alignment_layer or 0) + 1} "
+                f"learns the data's word alignments (weight {cfg.alignment_weight:g})")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
                train_data, valid_data, valid_sources, references, tokenizer,
                stats.get("languages"), labels,

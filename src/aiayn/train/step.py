@@ -44,10 +44,13 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
         sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
         with sync:
             with autocast(device, cfg.precision):
-                logits = forward(net, batch)
+                logits, attention = forward_aligned(net, batch)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                            cfg.label_smoothing, batch.pad_id)
-            scaler.scale(loss * norm).backward()
+            total = loss
+            if attention is not None and batch.alignment is not None:
+                total = loss + cfg.alignment_weight * alignment_loss(attention, batch.alignment)
+            scaler.scale(total * norm).backward()
         loss_sum += loss.item()
         nll_sum += nll.item()
         tokens += batch.target_tokens
@@ -75,6 +78,22 @@ def forward(net: nn.Module, batch: Batch) -> torch.Tensor:
     if isinstance(module, EncoderModel):  # (B, 1, classes): one prediction per text
         return net(batch.src).logits[:, None, :]
     return net(batch.src, batch.tgt_in)
+
+
+def forward_aligned(net: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``forward``'s logits, and the alignment head's (B, T, S) weights when the batch carries
+    alignment targets (guided alignment)."""
+    if batch.alignment is None:
+        return forward(net, batch), None
+    logits, attention = net(batch.src, batch.tgt_in, return_alignment=True)
+    return logits, attention
+
+
+def alignment_loss(attention: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Guided alignment's loss, summed over target tokens: the cross-entropy of the alignment
+    head's weights against the word alignments' (rows spread evenly over the linked source
+    pieces; unlinked rows add nothing), as Marian's ``--guided-alignment-cost ce``."""
+    return -(target * attention.float().clamp_min(1e-9).log()).sum()
 
 
 def autocast(device: torch.device, precision: str):

@@ -1,0 +1,159 @@
+"""Guided alignment: word alignments given to `prepare` become piece links, batches carry them
+as attention targets, one cross-attention head is trained on them, and the model's
+alignments then come from that head."""
+
+import numpy as np
+import pytest
+import torch
+
+from aiayn import ModelConfig, Transformer
+from aiayn.data.corpus import ParallelCorpus
+from aiayn.data.prepare import TextPair, prepare
+from aiayn.data.tokenizer import Tokenizer, word_starts
+from aiayn.errors import UserError
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.step import alignment_loss
+from aiayn.train.trainer import train
+from tests.conftest import toy_pairs, write_pairs
+
+
+def reversal_links(pairs) -> list[str]:
+    """The toy task's true alignments (its targets are the source words reversed)."""
+    return [" ".join(f"{i}-{len(s.split()) - 1 - i}" for i in range(len(s.split())))
+            for s, _ in pairs]
+
+
+@pytest.fixture(scope="module")
+def aligned_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("aligned")
+    pairs = toy_pairs(400, seed=1)
+    files = write_pairs(root, "train", pairs)
+    (root / "train.aln").write_text("".join(line + "\n" for line in reversal_links(pairs)))
+    prepare(TextPair(*files), root / "data", vocab_size=100, alignments=root / "train.aln",
+            log=lambda *_: None)
+    return root, pairs
+
+
+def test_links_join_the_pieces_of_linked_words(aligned_data):
+    root, pairs = aligned_data
+    corpus = ParallelCorpus(root / "data", "train")
+    tokenizer = Tokenizer.load(root / "data" / "spm.model")
+    cfg = ModelConfig.preset("tiny", vocab_size=100)
+    checked = 0
+    for index in range(50):
+        src, tgt = corpus.ids("src", index), corpus.ids("tgt", index)
+        src_words = word_starts(tokenizer.pieces(src, side="source"))
+        tgt_words = word_starts(tokenizer.pieces(tgt))
+        n = len(pairs[index][0].split())
+        target = corpus.alignment(index, len(src), len(tgt), len(tgt) + 3, len(src) + 2)
+        for t, tw in enumerate(tgt_words):  # row t predicts target piece t
+            expected = torch.tensor([float(sw == n - 1 - tw) for sw in src_words])
+            torch.testing.assert_close(target[t, :len(src)], expected / expected.sum())
+            checked += 1
+        assert target[len(tgt), len(src)] == 1.0  # EOS on EOS
+        assert target[len(tgt) + 1:].sum() == 0  # padding rows: nothing
+    assert checked > 100
+    batch = corpus.collate(np.arange(8), cfg)
+    assert batch.alignment is not None
+    assert batch.alignment.shape == (*batch.tgt_out.shape, batch.src.size(1))
+    sums = batch.alignment.sum(-1)
+    real = batch.tgt_out != cfg.pad_id
+    torch.testing.assert_close(sums[real], torch.ones(int(real.sum())))
+    assert (sums[~real] == 0).all()
+    halves = batch.halves()
+    torch.testing.assert_close(torch.cat([h.alignment for h in halves]), batch.alignment)
+
+
+def test_alignment_head_is_the_first_head_of_its_layer():
+    cfg = ModelConfig.preset("tiny", vocab_size=40, alignment_layer=1)
+    model = Transformer(cfg).eval()
+    src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
+    src[1, 5:] = cfg.pad_id
+    logits, weights = model(src, tgt, return_weights=True)
+    aligned_logits, head = model(src, tgt, return_alignment=True)
+    torch.testing.assert_close(aligned_logits, logits)
+    torch.testing.assert_close(head, weights.cross[1][:, 0])
+    assert (head[1, :, 5:] == 0).all()  # never on padding
+    with pytest.raises(ValueError, match="alignment_layer"):
+        Transformer(ModelConfig.preset("tiny", vocab_size=40))(src, tgt, return_alignment=True)
+
+
+def test_alignment_layer_must_be_a_decoder_layer():
+    with pytest.raises(ValueError, match="alignment_layer"):
+        ModelConfig.preset("tiny", vocab_size=40, alignment_layer=2)  # tiny has 2 layers
+
+
+def test_alignment_loss_is_the_cross_entropy_of_linked_rows():
+    attention = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]])
+    target = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])  # second row unlinked
+    torch.testing.assert_close(alignment_loss(attention, target), -torch.tensor(0.5).log())
+
+
+@pytest.fixture(scope="module")
+def guided_run(aligned_data):
+    """A tiny model trained on the toy task with its true alignments (a few seconds)."""
+    root, _ = aligned_data
+    cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
+                      max_tokens=1500, max_steps=300, valid_every=300, valid_bleu_sentences=0,
+                      alignment_weight=0.5, precision="fp32")
+    lines: list[str] = []
+    train(root / "data", root / "run", cfg, progress=False, log=lines.append)
+    return root / "run", lines
+
+
+def test_a_head_trained_on_alignments_gives_them(guided_run):
+    """On the toy reversal task: trained with the true alignments, the model's links (from its
+    alignment head) are the reversal on sentences it has not seen."""
+    import aiayn
+    run, lines = guided_run
+    assert any("guided alignment: head 1 of decoder layer 2" in line for line in lines)
+    translator = aiayn.load(run)
+    assert translator.cfg.alignment_layer == 1
+    right = total = 0
+    for source, target in toy_pairs(30, seed=7):
+        n = len(source.split())
+        links = set(translator.word_links([(source, target)])[0])
+        truth = {(i, n - 1 - i) for i in range(n)}
+        right += len(links & truth)
+        total += len(links | truth)
+    assert right / total >= 0.9, (right, total)
+
+
+def test_alignment_files_that_do_not_fit_are_refused(tmp_path):
+    pairs = toy_pairs(3, seed=1)
+    files = write_pairs(tmp_path, "train", pairs)
+    (tmp_path / "classify.aln").write_text("0-0\n0-0\n0-0\n")
+    with pytest.raises(UserError, match="--task classify"):
+        prepare(TextPair(*files), tmp_path / "out", vocab_size=40, task="classify",
+                alignments=tmp_path / "classify.aln", log=lambda *_: None)
+    (tmp_path / "long.aln").write_text("0-0\n0-0\n0-0\n0-0\n")
+    with pytest.raises(UserError, match="long.aln has 4 lines but the training data has 3"):
+        prepare(TextPair(*files), tmp_path / "out", vocab_size=40,
+                alignments=tmp_path / "long.aln", log=lambda *_: None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctranslate2_reads_the_alignment_head_of_an_export(guided_run, tmp_path):
+    """Exported to CTranslate2, the model's attention that CTranslate2 returns with its
+    translations is the alignment head's, as aiayn computes it for the same tokens."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    import aiayn
+    from aiayn.interop.ct2 import export_ctranslate2
+    run, _ = guided_run
+    translator = aiayn.load(run)
+    out = export_ctranslate2(run, tmp_path / "ct2", log=lambda *_: None)
+    ct = ctranslate2.Translator(str(out), device="cpu")
+    sources = [s for s, _ in toy_pairs(8, seed=9)]
+    pieces = [translator.tokenizer.sp.EncodeAsPieces(s) for s in sources]
+    results = ct.translate_batch(pieces, beam_size=1, return_attention=True)
+    for source, result in zip(sources, results):
+        src = translator.codec.encode(source).ids  # + EOS
+        tgt = [translator.tokenizer.sp.PieceToId(p) for p in result.hypotheses[0]]
+        tgt_in = torch.tensor([[translator.cfg.start_id, *tgt]])
+        with torch.no_grad():
+            _, head = translator.model(torch.tensor([src]), tgt_in, return_alignment=True)
+        # (target pieces, source pieces): CTranslate2 leaves out the source's EOS column
+        theirs = torch.tensor(result.attention[0])
+        assert theirs.shape == (len(tgt), len(src) - 1)
+        torch.testing.assert_close(head[0, :len(tgt), :len(src) - 1], theirs, atol=1e-4,
+                                   rtol=1e-3)
