@@ -79,7 +79,9 @@ class Tokenizer:
         return self.sp.Encode(texts, out_type=int)
 
     def decode(self, ids: Iterable[int]) -> str:
-        return self.sp.DecodeIds([i for i in ids if i > EOS_ID])
+        """The text of ``ids``, specials left out; a lone word-start piece at either end (an
+        output can end in one) leaves no space there, as Marian's vocabulary decodes."""
+        return self.sp.DecodeIds([i for i in ids if i > EOS_ID]).strip()
 
     def pieces(self, ids: Iterable[int], *, side: str = "target") -> list[str]:
         return [self.sp.IdToPiece(int(i)) for i in ids]
