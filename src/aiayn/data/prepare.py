@@ -212,17 +212,28 @@ def read_links(path: Path, number: int, line: str) -> list[tuple[int, int]]:
     return links
 
 
-def piece_links(path: Path, number: int, links: list[tuple[int, int]], src_pieces: list[str],
-                tgt_pieces: list[str], src_text: str, tgt_text: str) -> list[int] | None:
+def check_alignments(path: Path, train: TextPair, pairs: int) -> None:
+    """Every line of an alignments file read and its links checked against its pair's words,
+    before anything is written."""
+    lines = sum(1 for _ in _lines(path))
+    if lines != pairs:
+        raise UserError(f"{path} has {lines} lines but the training data has {pairs}; give "
+                        "one line of alignments per training pair")
+    for number, ((s, t), line) in enumerate(zip(read_pairs(train), _lines(path)), 1):
+        n_src, n_tgt = len(s.split()), len(t.split())
+        for i, j in read_links(path, number, line):
+            if (i >= n_src or j >= n_tgt) and n_src and n_tgt:
+                raise UserError(f"{path}: line {number} links {i}-{j}, but the pair has "
+                                f"{n_src} source and {n_tgt} target words (split at spaces); "
+                                "make the alignments from the same files, one line per pair")
+
+
+def piece_links(links: list[tuple[int, int]], src_pieces: list[str], tgt_pieces: list[str],
+                src_text: str, tgt_text: str) -> list[int] | None:
     """Word links as links between the words' pieces, flat: [source piece, target piece, ...];
     None when the vocabulary's words are not the text's (normalization joined or split some)."""
     src_words, tgt_words = word_starts(src_pieces), word_starts(tgt_pieces)
     n_src, n_tgt = len(src_text.split()), len(tgt_text.split())
-    for i, j in links:
-        if i >= n_src or j >= n_tgt:
-            raise UserError(f"{path}: line {number} links {i}-{j}, but the pair has {n_src} "
-                            f"source and {n_tgt} target words (split at spaces); make the "
-                            "alignments from the same files, one line per pair")
     if max(src_words, default=-1) + 1 != n_src or max(tgt_words, default=-1) + 1 != n_tgt:
         return None
     by_src: dict[int, list[int]] = {}
@@ -256,7 +267,7 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
                              out / offsets_file(split, ALIGNMENTS), np.dtype(np.uint32))
                    if alignments is not None else None)
     link_lines = iter(_lines(alignments)) if alignments is not None else None
-    found: list[tuple[int, list[tuple[int, int]]]] = []  # (line, links) of each pair in ``batch``
+    found: list[list[tuple[int, int]]] = []  # the links of each pair in ``batch``
 
     def flush(batch: list[tuple[str, str]]) -> None:
         encoded = [(m[0], m[1] or "") for m in (mask(s, t) for s, t in batch)] if protect \
@@ -272,10 +283,8 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
                 stats.too_long_filtered += 1
                 continue
             if link_writer is not None and alignments is not None:
-                number, links = found[k]
-                flat = piece_links(alignments, number, links,
-                                   tokenizer.pieces(s, side="source"), tokenizer.pieces(t),
-                                   s_text, t_text)
+                flat = piece_links(found[k], tokenizer.pieces(s, side="source"),
+                                   tokenizer.pieces(t), s_text, t_text)
                 link_writer.add(flat or [], count=len(flat or []) // 2)
                 if flat is not None:
                     stats.aligned += 1
@@ -295,12 +304,8 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     batch: list[tuple[str, str]] = []
     for number, (s, t) in enumerate(read_pairs(source), 1):
         s, t = s.strip(), t.strip()
-        if link_lines is not None and alignments is not None:
-            line = next(link_lines, None)
-            if line is None:
-                raise UserError(f"{alignments}: {number - 1} lines, but the training data has "
-                                "more; give one line of alignments per training pair")
-            links = read_links(alignments, number, line)
+        if link_lines is not None and alignments is not None:  # (checked by prepare)
+            links = read_links(alignments, number, next(link_lines, ""))
         if labels is not None and s and t not in labels:
             why = "has no label" if not t else f"has the label {t!r}, unseen in training"
             raise UserError(f"{source.describe()}: line {number} {why}; every line needs "
@@ -310,15 +315,12 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
             continue
         batch.append((s, t))
         if link_lines is not None:
-            found.append((number, links))
+            found.append(links)
         if len(batch) == ENCODE_CHUNK:
             flush(batch)
             batch, found = [], []
     if batch:
         flush(batch)
-    if link_lines is not None and next(link_lines, None) is not None:
-        raise UserError(f"{alignments}: more lines than the training data's pairs; give one "
-                        "line of alignments per training pair")
     stats.coverage = coverage.describe(stats)
     stats.src_tokens = writers["src"].close()
     stats.tgt_tokens = writers["tgt"].close()
@@ -379,10 +381,7 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
     lines = {name: check_pairs(src) for name, src in splits.items()}
     if alignments is not None:
         alignments = Path(alignments)
-        n = sum(1 for _ in _lines(alignments))
-        if n != lines["train"]:
-            raise UserError(f"{alignments} has {n} lines but the training data has "
-                            f"{lines['train']}; give one line of alignments per training pair")
+        check_alignments(alignments, train, lines["train"])
     log("checked: " + ", ".join(f"{n} {c:,} lines" for n, c in lines.items()))
 
     out.parent.mkdir(parents=True, exist_ok=True)
