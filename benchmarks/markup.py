@@ -6,7 +6,10 @@ translating each text node apart (LibreTranslate's HTML mode, and aiayn's before
         [--sentences 300] [--page FILE ...]
 
 Dev sentences get one or two spans of one to three whole words wrapped, at random, in <b>,
-<a href> or <code> (seed 0; a span may nest inside another). Each tag carries a data-t number
+<a href> or <code> (seed 0; a span may nest inside another). A <code> span wraps words that
+the reference keeps as they are (names, numbers, identifiers: what code holds in documents,
+and what a translation keeps too); ``--code-anywhere`` wraps any words in it, prose included,
+which <code> then keeps untranslated. Each tag carries a data-t number
 so that it can be found in any output. A tag "agrees" when the target words it wraps are the
 hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing).
 ``--page`` adds real HTML pages: well-formedness and tags kept, and the same agreement on their
@@ -38,24 +41,31 @@ def read(path: Path) -> list[str]:
         return [line.rstrip("\n") for line in f]
 
 
-def tag(sentence: str, rng: random.Random, first: int
+def tag(sentence: str, rng: random.Random, first: int, verbatim: set[int] | None = None
         ) -> tuple[str, dict[int, list[int]], set[int]]:
     """The sentence with spans wrapped; each tag's number -> the source words it wraps; the
-    numbers of the <code> tags."""
+    numbers of the <code> tags. ``verbatim``: the words a <code> span may wrap (None: any)."""
     ws = sentence.split()
-    spans: list[tuple[int, int]] = []
+    spans: list[tuple[int, int, str]] = []
     for _ in range(rng.choice([1, 1, 2])):
+        name = rng.choice(["b", "a", "code"])
         n = rng.randint(1, min(3, len(ws)))
         a = rng.randrange(0, len(ws) - n + 1)
-        if all(b <= a or a + n <= c or (c <= a and a + n <= b) for c, b in spans):
-            spans.append((a, a + n))
+        if name == "code" and verbatim is not None:
+            runs = [(i, j) for i in range(len(ws)) for j in range(i + 1, min(i + 4, len(ws) + 1))
+                    if all(k in verbatim for k in range(i, j))]
+            if not runs:
+                continue
+            a, end = rng.choice(runs)
+            n = end - a
+        if all(b <= a or a + n <= c or (c <= a and a + n <= b) for c, b, _ in spans):
+            spans.append((a, a + n, name))
     spans.sort(key=lambda s: (s[0], -s[1]))
     opens: dict[int, list[str]] = {}
     closes: dict[int, list[str]] = {}
     covered, code = {}, set()
-    for k, (a, b) in enumerate(spans):
+    for k, (a, b, name) in enumerate(spans):
         number = first + k
-        name = rng.choice(["b", "a", "code"])
         if name == "code":
             code.add(number)
         attrs = f' href="#{number}"' if name == "a" else ""
@@ -142,6 +152,8 @@ def main() -> None:
     p.add_argument("--first", type=int, default=0,
                    help="start at this dev sentence (another sample than the default's)")
     p.add_argument("--page", action="append", default=[], type=Path)
+    p.add_argument("--code-anywhere", action="store_true",
+                   help="<code> spans on any words, not only on words the reference keeps")
     args = p.parse_args()
 
     import aiayn
@@ -154,25 +166,44 @@ def main() -> None:
               if 3 <= len(src[k].split()) <= 60][:args.sentences]
     tagged, covered, code, number = [], [], set(), 0
     for k in picked:
-        text, tags, kept = tag(src[k], rng, number)
+        ref_words = set(ref[k].split())
+        verbatim = (None if args.code_anywhere else
+                    {i for i, w in enumerate(src[k].split()) if w in ref_words})
+        text, tags, kept = tag(src[k], rng, number, verbatim)
         number += len(tags)
         tagged.append(text)
         covered.append(tags)
         code |= kept
     stripped = [" ".join(src[k].split()) for k in picked]
     refs = [ref[k] for k in picked]
-    print(f"{args.checkpoint}: {len(picked)} dev sentences, {number} tags ({len(code)} <code>, "
-          "kept as written in place of the words aligned to them)", flush=True)
+    where = "on any words" if args.code_anywhere else "on words the reference keeps as they are"
+    print(f"{args.checkpoint}: {len(picked)} dev sentences, {number} tags ({len(code)} <code> "
+          f"{where}, kept as written in place of the words aligned to them)", flush=True)
+    guided = translator.cfg.alignment_layer
+    print("alignments: " + (f"the alignment head (guided alignment, decoder layer {guided + 1}, "
+                            "head 1)" if guided is not None else
+                            "every layer and head averaged (no alignment head)"), flush=True)
 
-    results = {}
+    results, seconds = {}, {}
     t0 = time.perf_counter()
     results["whole sentences, tags by alignment"] = translator.translate_markup(tagged)
+    seconds["whole sentences, tags by alignment"] = time.perf_counter() - t0
+    if guided is not None:  # the same model's links as a model without the head gives them
+        import aiayn.inspect as inspect
+        own = inspect.model_alignments
+        inspect.model_alignments = (lambda maps, cfg, sure_first=False:  # type: ignore
+                                    inspect.word_alignments(maps, sure_first=sure_first))
+        t0 = time.perf_counter()
+        results["whole sentences, tags by every head averaged"] = \
+            translator.translate_markup(tagged)
+        seconds["whole sentences, tags by every head averaged"] = time.perf_counter() - t0
+        inspect.model_alignments = own
     t1 = time.perf_counter()
     results["each text node apart"] = [text_nodes(translator, t) for t in tagged]
     t2 = time.perf_counter()
     plain = translator.translate(stripped, split_sentences=True)
     t3 = time.perf_counter()
-    seconds = {"whole sentences, tags by alignment": t1 - t0, "each text node apart": t2 - t1}
+    seconds["each text node apart"] = t2 - t1
 
     train_src = [" ".join(s.split()) for s in read(args.corpus / f"train.{args.src}.gz")]
     train_tgt = [" ".join(s.split()) for s in read(args.corpus / f"train.{args.tgt}.gz")]
