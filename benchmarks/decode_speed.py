@@ -5,7 +5,9 @@ same size (random weights: speed does not depend on them) and is forced to produ
 ``--out-len`` tokens per sentence, so all do the same work. CTranslate2 runs *our* model,
 converted weight for weight into a CTranslate2 Transformer spec, in float32 and int8 (its
 compute types on this CPU: float32, int8, int8_float32, the last the same as int8 here);
-Hugging Face runs a MarianMTModel of the same shape.
+Hugging Face runs a MarianMTModel of the same shape. ``--ct2-threads 2 1`` gives
+CTranslate2 each intra_threads listed and keeps its faster (on the Intel Xeon VMs, its
+two-thread OpenMP decoding ran at a fifth of its one-thread rate at batch 1).
 
 Every measurement is a fresh process that loads one system only (CTranslate2's imports neither
 torch nor aiayn: checked), warms up, then times ``--repeats`` runs and reports their median.
@@ -87,14 +89,15 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def build(system: str, size: str, work: Path | None, out_len: int):
-    """``fn(batch, beam, rows)`` decoding source rows ``rows`` (a slice) with one system."""
+def build(system: str, size: str, work: Path | None, out_len: int, threads: int = 0):
+    """``fn(batch, beam, rows)`` decoding source rows ``rows`` (a slice) with one system;
+    ``threads``: CTranslate2's intra_threads (0: one per core)."""
     ids = source_ids()
     if system.startswith("CTranslate2"):
         import ctranslate2
         translator = ctranslate2.Translator(str(work / f"ct2-{size}"), device="cpu",
                                             compute_type=system.split()[-1],
-                                            intra_threads=cores(), inter_threads=1)
+                                            intra_threads=threads or cores(), inter_threads=1)
         pieces = [[f"t{i}" for i in row] for row in ids]
 
         def fn(batch, beam, rows):
@@ -157,11 +160,17 @@ def measure(fn, batch: int, beam: int, args) -> float:
 
 
 def worker(args) -> None:
-    fn = build(args.worker, args.sizes[0], Path(args.work) if args.work else None, args.out_len)
-    rate = measure(fn, args.batch, args.beam, args)
-    if args.worker.startswith("CTranslate2"):
-        assert "torch" not in sys.modules and "aiayn" not in sys.modules
-    print(rate)
+    """One system's rate, and for CTranslate2 the intra_threads it was best at."""
+    work = Path(args.work) if args.work else None
+    if not args.worker.startswith("CTranslate2"):
+        print(measure(build(args.worker, args.sizes[0], work, args.out_len), args.batch,
+                      args.beam, args), 0)
+        return
+    rates = {t: measure(build(args.worker, args.sizes[0], work, args.out_len, t), args.batch,
+                        args.beam, args) for t in args.ct2_threads}
+    assert "torch" not in sys.modules and "aiayn" not in sys.modules
+    best = max(rates, key=lambda t: rates[t])
+    print(rates[best], best)
 
 
 def prepare(work: Path, sizes: list[str]) -> None:
@@ -176,9 +185,16 @@ def run_worker(system: str, size: str, batch: int, beam: int, work: Path, args) 
     out = subprocess.run(
         [sys.executable, __file__, "--worker", system, "--work", str(work), "--sizes", size,
          "--batch", str(batch), "--beam", str(beam), "--repeats", str(args.repeats),
-         "--out-len", str(args.out_len), "--single", str(args.single)],
+         "--out-len", str(args.out_len), "--single", str(args.single),
+         "--ct2-threads", *map(str, args.ct2_threads)],
         check=True, capture_output=True, text=True, env=env).stdout
-    return float(out.strip().splitlines()[-1])
+    rate, threads = out.strip().splitlines()[-1].split()
+    if int(threads):
+        CT2_THREADS.setdefault(system, []).append(int(threads))
+    return float(rate)
+
+
+CT2_THREADS: dict[str, list[int]] = {}  # the intra_threads each CTranslate2 measurement took
 
 
 def main() -> None:
@@ -194,6 +210,9 @@ def main() -> None:
                         help="measurements of every system per row, alternating; medians shown")
     parser.add_argument("--together", action="store_true",
                         help="the old way: every system in this one process (see the docs)")
+    parser.add_argument("--ct2-threads", type=int, nargs="+", default=[cores()],
+                        help="CTranslate2's intra_threads to try in each measurement, the best "
+                             "kept (default: one per core; on some machines 1 is faster)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
@@ -211,7 +230,8 @@ def main() -> None:
           f"(OMP_NUM_THREADS={START_ENV.get('OMP_NUM_THREADS', 'unset')}, GOMP_SPINCOUNT="
           f"{START_ENV.get('GOMP_SPINCOUNT', 'unset')}, OMP_WAIT_POLICY="
           f"{START_ENV.get('OMP_WAIT_POLICY', 'unset')}); CTranslate2 "
-          f"{ctranslate2.__version__} with intra_threads={cores()}, inter_threads=1; "
+          f"{ctranslate2.__version__} with intra_threads "
+          f"{' or '.join(map(str, args.ct2_threads))} (the faster), inter_threads=1; "
           f"{args.out_len} tokens out per sentence, sources of {SRC_LEN} tokens + EOS; "
           f"length penalty 0.6; median of {args.rounds} round(s) of {args.repeats} repeats, "
           + ("all systems in this one process" if args.together
@@ -238,7 +258,11 @@ def main() -> None:
                          / r.get("CTranslate2 float32", float("nan")))
                 latency = (f"{1000 * args.out_len / ours:.1f}, {1000 * args.out_len / theirs:.1f}"
                            if batch == 1 else "")
-                cells = " | ".join(f"{r[s]:,.0f}" for s in systems)
+                cells = " | ".join(f"{r[s]:,.0f}" + (
+                    f" ({'/'.join(map(str, CT2_THREADS.pop(s)))} thr.)"
+                    if s in CT2_THREADS and len(args.ct2_threads) > 1 else "")
+                    for s in systems)
+                CT2_THREADS.clear()
                 print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} "
                       f"| {ours / theirs:.2f} | {latency} |", flush=True)
 
