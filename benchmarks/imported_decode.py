@@ -80,14 +80,22 @@ def make_models(work: Path) -> None:
 
 
 def worker(system: str, work: Path, batch: int, beam: int, args) -> float:
-    """Tokens per second of one system on one row (this process loads that system only)."""
+    """Tokens per second of one system on one row (this process loads that system only);
+    CTranslate2 at each of ``args.ct2_threads`` intra_threads, the fastest kept."""
+    if system.startswith("CTranslate2"):
+        return max(_worker(system, work, batch, beam, args, threads)
+                   for threads in args.ct2_threads)
+    return _worker(system, work, batch, beam, args, 0)
+
+
+def _worker(system: str, work: Path, batch: int, beam: int, args, threads: int) -> float:
     sources = json.loads((work / "sources.json").read_text())
     sentences = 32 if batch == 32 else args.single
     out_len = args.out_len
     if system.startswith("CTranslate2"):
         import ctranslate2
         translator = ctranslate2.Translator(str(work / f"ct2-{system.split()[-1]}"), device="cpu",
-                                            intra_threads=os.cpu_count() or 1)
+                                            intra_threads=threads)
         tokens = sources["pieces"]
 
         def fn(rows):
@@ -139,6 +147,9 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=8, help="sentences for the batch-1 row")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ct2-threads", type=int, nargs="+", default=[os.cpu_count() or 1],
+                        help="CTranslate2's intra_threads to try, the fastest kept (default: "
+                             "one per core; on some machines 1 is faster)")
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
@@ -153,8 +164,9 @@ def main() -> None:
         make_models(work)
         from machine import header
         print(header())
-        print(f"{os.cpu_count()} cores; torch default threads, CTranslate2 intra_threads = "
-              f"cores; {args.out_len} tokens out per sentence, sources of 25 tokens + EOS; "
+        print(f"{os.cpu_count()} cores; torch default threads, CTranslate2 intra_threads "
+              f"{' or '.join(map(str, args.ct2_threads))} (the faster); "
+              f"{args.out_len} tokens out per sentence, sources of 25 tokens + EOS; "
               f"length penalty 1.0; median of {args.rounds} rounds of {args.repeats} repeats, "
               "each system in a fresh process")
         print("| batch | mode | " + " | ".join(SYSTEMS) + " | aiayn / CT2 float32 "
@@ -169,7 +181,7 @@ def main() -> None:
                         [sys.executable, __file__, "--worker", name, "--work", str(work),
                          "--batch", str(batch), "--beam", str(beam), "--repeats",
                          str(args.repeats), "--out-len", str(args.out_len), "--single",
-                         str(args.single)],
+                         str(args.single), "--ct2-threads", *map(str, args.ct2_threads)],
                         check=True, capture_output=True, text=True, env=env).stdout
                     runs[name].append(float(out.strip().splitlines()[-1]))
             r = {name: statistics.median(v) for name, v in runs.items()}
