@@ -45,7 +45,8 @@ def test_links_join_the_pieces_of_linked_words(aligned_data):
         src_words = word_starts(tokenizer.pieces(src, side="source"))
         tgt_words = word_starts(tokenizer.pieces(tgt))
         n = len(pairs[index][0].split())
-        target = corpus.alignment(index, len(src), len(tgt), len(tgt) + 3, len(src) + 2)
+        target = corpus.alignment(index, len(src), len(tgt),
+                                  torch.zeros(len(tgt) + 3, len(src) + 2))
         for t, tw in enumerate(tgt_words):  # row t predicts target piece t
             expected = torch.tensor([float(sw == n - 1 - tw) for sw in src_words])
             torch.testing.assert_close(target[t, :len(src)], expected / expected.sum())

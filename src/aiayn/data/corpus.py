@@ -35,7 +35,8 @@ def offsets_file(split: str, side: str) -> str:
 
 
 # word alignments of the training pairs (`aiayn prepare --alignments`), as piece links: each
-# link two numbers, (source piece, target piece), in ``ids_file(split, ALIGNMENTS)``
+# link two numbers, (source piece, target piece), in ``ids_file(split, ALIGNMENTS)``, with
+# offsets as the id files have
 ALIGNMENTS = "align"
 
 
@@ -136,22 +137,21 @@ class ParallelCorpus:
         if self.links is not None:
             alignment = torch.zeros(b, t, src.size(1))
             for row, (i, s, x) in enumerate(zip(indices, srcs, tgts)):
-                alignment[row] = self.alignment(int(i), len(s), len(x), t, src.size(1))
+                self.alignment(int(i), len(s), len(x), alignment[row])
         return Batch(src, tgt_in, tgt_out, pad, alignment)
 
-    def alignment(self, index: int, n_src: int, n_tgt: int, rows: int, cols: int) -> Tensor:
-        """Sentence ``index``'s links as (rows, cols) attention targets: row t (the query that
-        predicts target piece t) spread evenly over the source pieces linked to it; the EOS row
-        on the source's EOS; rows of unlinked pieces zero."""
+    def alignment(self, index: int, n_src: int, n_tgt: int, out: Tensor) -> Tensor:
+        """Sentence ``index``'s links written into ``out``, a zeroed (rows, cols) tensor, as
+        attention targets: row t (the query that predicts target piece t) spread evenly over
+        the source pieces linked to it; the EOS row on the source's EOS; rows of unlinked
+        pieces zero."""
         assert self.links is not None
         ids, offsets = self.links
-        flat = np.asarray(ids[2 * offsets[index]:2 * offsets[index + 1]], dtype=np.int64)
-        out = torch.zeros(rows, cols)
-        if len(flat):
-            pairs = torch.from_numpy(flat.reshape(-1, 2))
-            out[pairs[:, 1], pairs[:, 0]] = 1.0
+        pairs = torch.from_numpy(np.asarray(ids[offsets[index]:offsets[index + 1]],
+                                            dtype=np.int64).reshape(-1, 2))
+        out[pairs[:, 1], pairs[:, 0]] = 1.0
         out[n_tgt, n_src] = 1.0
-        return out / out.sum(1, keepdim=True).clamp_min(1.0)
+        return out.div_(out.sum(1, keepdim=True).clamp_min(1.0))
 
 
 def split_lines(text: str) -> list[str]:

@@ -6,7 +6,8 @@ The output directory holds, per split (``train``, ``valid``) and side (``src``, 
 - ``{split}.{side}.offsets.npy``  int64, n + 1 offsets: sentence i is ids[offsets[i]:offsets[i+1]]
 - ``valid.{side}.txt``            the kept validation sentences as text (BLEU references)
 - ``train.align.ids.npy``, ``train.align.offsets.npy``   with ``alignments``: each training
-  pair's word alignments as (source piece, target piece) links, two numbers a link
+  pair's word alignments as (source piece, target piece) links, two numbers a link, laid out
+  as the id files are
 
 plus ``spm.model`` (the shared BPE vocabulary, §5.1; or, with ``tokenizer``, a checkpoint's
 vocabulary in its own form) and ``stats.json``. Training memory-maps the
@@ -171,16 +172,13 @@ class _IdWriter:
         self.handle = open(self.tmp, "wb")
         self.lengths: list[int] = []  # 8 bytes a sentence; the ids themselves go to disk
 
-    def add(self, ids: list[int], count: int | None = None) -> None:
-        """Append one sentence's numbers; ``count``: what its offset advances by (links: half
-        of them), when not their number."""
+    def add(self, ids: list[int]) -> None:
         self.handle.write(np.asarray(ids, dtype=self.dtype).tobytes())
-        self.lengths.append(len(ids) if count is None else count)
+        self.lengths.append(len(ids))
 
-    def close(self, pairs: int = 1) -> int:
-        """Write the file and the offsets; ``pairs``: numbers per counted item (links: 2)."""
+    def close(self) -> int:
         self.handle.close()
-        total = int(sum(self.lengths)) * pairs
+        total = int(sum(self.lengths))
         out = np.lib.format.open_memmap(self.path, mode="w+", dtype=self.dtype, shape=(total,))
         with open(self.tmp, "rb") as handle:
             pos = 0
@@ -282,10 +280,10 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
             if len(s) + 1 > max_len or len(t) + 1 > max_len:
                 stats.too_long_filtered += 1
                 continue
-            if link_writer is not None and alignments is not None:
+            if link_writer is not None:
                 flat = piece_links(found[k], tokenizer.pieces(s, side="source"),
                                    tokenizer.pieces(t), s_text, t_text)
-                link_writer.add(flat or [], count=len(flat or []) // 2)
+                link_writer.add(flat or [])
                 if flat is not None:
                     stats.aligned += 1
                     stats.alignment_links += len(flat) // 2
@@ -304,7 +302,9 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     batch: list[tuple[str, str]] = []
     for number, (s, t) in enumerate(read_pairs(source), 1):
         s, t = s.strip(), t.strip()
-        if link_lines is not None and alignments is not None:  # (checked by prepare)
+        if link_lines is not None and alignments is not None:
+            # (a second pass over the file: ``check_alignments`` read it once before anything
+            # was written, without holding its links in memory)
             links = read_links(alignments, number, next(link_lines, ""))
         if labels is not None and s and t not in labels:
             why = "has no label" if not t else f"has the label {t!r}, unseen in training"
@@ -325,7 +325,7 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
     stats.src_tokens = writers["src"].close()
     stats.tgt_tokens = writers["tgt"].close()
     if link_writer is not None:
-        link_writer.close(pairs=2)
+        link_writer.close()
     if texts is not None:
         for handle in texts.values():
             handle.close()
