@@ -129,7 +129,7 @@ def build(system: str, size: str, work: Path | None, out_len: int, threads: int 
     from aiayn.runtime.cpu import for_inference, reuse_freed_memory
     reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
     model = for_inference(model, int8=system.endswith("int8"))
-    if system == "aiayn --compile":
+    if system in ("aiayn --compile", "aiayn --int8"):  # int8: compiled, as aiayn.load does
         from aiayn.runtime.compiled import CompiledSteps
         model = CompiledSteps(model)
 

@@ -14,10 +14,9 @@ from aiayn.runtime.cpu import (
     CpuAttention,
     CpuFeedForward,
     CpuLinear,
-    cpu_linears,
+    Int8Linear,
     for_inference,
     onednn_available,
-    quantize_int8,
     top_k,
 )
 from tests.conftest import assert_float32_close, random_tokens
@@ -131,13 +130,55 @@ def test_many_rows_without_onednn_and_training_use_the_plain_product(threads, no
     assert wide.blocks == 0 and wide.reordered is None
 
 
-def test_quantized_layers_are_left_as_they_are(threads):
-    threads(2)
-    model = cpu_linears(quantize_int8(nn.Sequential(nn.Linear(8, 16))))
-    assert type(model[0]) is not CpuLinear
-    x = torch.randn(1, 8)
+@pytest.mark.parametrize("bias", [True, False])
+def test_int8_product_is_the_product_of_the_quantized_rows_and_weights(bias):
+    torch.manual_seed(0)
+    layer = nn.Linear(64, 48, bias=bias)
+    int8 = Int8Linear(layer)
+    x = torch.randn(2, 5, 64)
     with torch.inference_mode():
-        torch.testing.assert_close(model(x), model[0](x))
+        got, relu = int8(x), int8.relu_product(x)
+        want = layer(x)
+    # what the int8 product computes, in float64 from the definitions: weights and each row
+    # rounded to 255 levels of their own largest magnitude
+    w = layer.weight.double()
+    w_scale = w.abs().amax(1, keepdim=True) / 127
+    rows = x.reshape(-1, 64).double()
+    x_scale = rows.abs().amax(1, keepdim=True) / 127
+    exact = ((rows / x_scale).round() * x_scale) @ ((w / w_scale).round() * w_scale).T
+    if bias:
+        exact = exact + layer.bias.double()
+    assert got.shape == (2, 5, 48) and got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), exact.view(2, 5, 48), rtol=0, atol=1e-5)
+    torch.testing.assert_close(relu, got.relu())
+    assert (got - want).abs().max() < 0.02 * want.abs().max()  # close to float32, not equal
+    assert int8.weight_int8.dtype == torch.int8 and int8.weight_int8.abs().max() == 127
+
+
+def test_int8_rows_do_not_depend_on_their_batch_and_the_traced_product_agrees():
+    torch.manual_seed(1)
+    int8 = Int8Linear(nn.Linear(32, 40))
+    x = torch.randn(6, 32) * torch.logspace(-2, 2, 6)[:, None]  # rows of very different sizes
+    with torch.inference_mode():
+        batch = int8(x)
+        alone = torch.cat([int8(row[None]) for row in x])
+        traced = int8.traced_product(x)
+    assert torch.equal(batch, alone)
+    torch.testing.assert_close(traced, batch, rtol=1e-6, atol=1e-6)
+    zero = int8(torch.zeros(1, 32))  # an all-zero row: the bias, no division by zero
+    torch.testing.assert_close(zero[0], int8.bias.detach())
+
+
+def test_int8_inference_copy_keeps_only_int8_copies_of_the_linear_weights(tiny_cfg):
+    model = Transformer(tiny_cfg)
+    int8 = for_inference(model, int8=True)
+    linears = [m for m in int8.modules() if isinstance(m, (nn.Linear, CpuLinear))]
+    quantized = [m for m in int8.modules() if isinstance(m, Int8Linear)]
+    assert not linears and len(quantized) == len(
+        [m for m in model.modules() if isinstance(m, nn.Linear)])
+    assert isinstance(int8.output_proj, Int8Linear)
+    assert all(not hasattr(m, "weight") for m in quantized)  # no float32 copy kept
+    assert {type(m) for m in model.modules()} >= {nn.Linear}  # the model itself unchanged
 
 
 def test_inference_copy_shares_the_weights_and_leaves_the_model_alone(threads):

@@ -121,8 +121,6 @@ CASES = [
     ("translate --checkpoint {w}/flipped --input {w}/src.txt", "model.safetensors"),
     ("translate --checkpoint {w}/ckpt --checkpoint {w}/run --input {w}/src.txt --top-k 3",
      "--top-k"),
-    ("translate --checkpoint {w}/ckpt --input {w}/src.txt --compile --int8",
-     "--compile compiles the float32 CPU step"),
     ("translate --checkpoint {w}/ckpt --input {w}/src.txt --glossary {w}/src.txt",
      "line 1 has no TAB"),
     ("translate --checkpoint {w}/ckpt --input {w}/src.txt --shortlist {w}/src.txt",

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from aiayn.codec import join
+from aiayn.runtime.cpu import Int8Linear
 from aiayn.translate import DecodeOptions, load
 
 
@@ -49,8 +50,7 @@ def test_nbest_lists_are_sorted_with_scores(tiny_checkpoint):
 def test_int8_translator_quantizes_every_linear_layer_and_translates(tiny_checkpoint):
     fp32, int8 = load(tiny_checkpoint), load(tiny_checkpoint, int8=True)
     linears = [m for m in int8.model.modules() if isinstance(m, torch.nn.Linear)]
-    quantized = [m for m in int8.model.modules()
-                 if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    quantized = [m for m in int8.model.modules() if isinstance(m, Int8Linear)]
     assert not linears and len(quantized) == 2 * 4 + 2 * 7 + 1  # every projection, output too
     src = torch.tensor([[10, 11, 12, 3]])
     with torch.no_grad():

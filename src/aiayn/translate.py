@@ -92,18 +92,19 @@ class Translator:
         last checkpoint) or an opened ``Checkpoint``; several make an ensemble
         (``aiayn.decode.ensemble``), which needs one vocabulary.
 
-        ``int8``: PyTorch's dynamic int8 quantization of every linear layer (CPU only).
-        ``compile``: decoding steps run as compiled code (``aiayn.runtime.compiled``; float32,
-        CPU). None (the default): where the machine can (``auto_compile``: a C++ compiler,
-        float32 on the CPU), each step kind built in the background the first time a model
+        ``int8``: int8 products in every linear layer (``aiayn.runtime.cpu.Int8Linear``; CPU
+        only).
+        ``compile``: decoding steps run as compiled code (``aiayn.runtime.compiled``; CPU).
+        None (the default): where the machine can (``auto_compile``: a C++ compiler, the
+        CPU), each step kind built in the background the first time a model
         shape decodes, eager steps meanwhile; True: compiled in this process before the first
         step that needs it; False: eager steps.
         """
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
-        if compile and (int8 or device != "cpu"):
-            raise UserError("--compile compiles the float32 CPU step; drop --int8 or --device, "
-                            "or --compile")
+        if compile and device != "cpu":
+            raise UserError("--compile compiles the CPU's decoding steps; drop --device or "
+                            "--compile")
         paths = list(path) if isinstance(path, (list, tuple)) else [path]
         checkpoints = [one if isinstance(one, Checkpoint) else Checkpoint.open(one)
                        for one in paths]
@@ -122,7 +123,7 @@ class Translator:
             models = [cpu.for_inference(m, int8=int8) for m in models]
         background = compile is None
         if compile is None:
-            compile, why = auto_compile(device, int8)
+            compile, why = auto_compile(device)
             if why and why not in _SAID:
                 _SAID.add(why)
                 print(f"aiayn: {why}", file=sys.stderr)

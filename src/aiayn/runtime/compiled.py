@@ -60,9 +60,18 @@ import torch
 from torch import Tensor, nn
 
 from ..config import ModelConfig
-from ..model import DecoderCache, DecoderLayer, MultiHeadAttention, Residual, Transformer
+from ..model import (
+    DecoderCache,
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    MultiHeadAttention,
+    Residual,
+    Transformer,
+    padding_mask,
+)
 from ..model.attention import merge_heads, reference_attention
-from .cpu import CpuLinear, onednn_available, onednn_linear
+from .cpu import CpuLinear, Int8Linear, onednn_available, onednn_linear
 
 # Inductor settings for the step (measured: docs/design.md, "Speed lives beside the model").
 # The step's inputs always have the strides they were compiled for (the cache's own contiguous
@@ -114,13 +123,13 @@ def cxx_compiler() -> str | None:
                 None)
 
 
-def auto_compile(device: str, int8: bool) -> tuple[bool, str]:
+def auto_compile(device: str) -> tuple[bool, str]:
     """Whether decoding takes the compiled steps when no flag says (``aiayn translate``,
     ``evaluate``, ``serve`` and ``aiayn.load`` without ``--compile`` or ``--no-compile``),
     and, when it does not on a CPU where it could, why in one line ("" where nothing needs
-    saying). The compiled steps are float32 CPU steps: int8 and other devices decode eagerly;
-    ``AIAYN_COMPILE=0`` turns the default off."""
-    if device != "cpu" or int8 or os.environ.get("AIAYN_COMPILE", "").lower() in (
+    saying). The compiled steps are CPU steps (float32 or int8): other devices decode
+    eagerly; ``AIAYN_COMPILE=0`` turns the default off."""
+    if device != "cpu" or os.environ.get("AIAYN_COMPILE", "").lower() in (
             "0", "off", "no", "false"):
         return False, ""
     if not compile_available():
@@ -221,12 +230,34 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
         q = linear(cross.q_proj, block.enter(x)).view(n, g, heads, dh).transpose(1, 2)
         y = _attend(q, cross_k[i], cross_v[i], src_mask)  # (N, H, g, Dh): a sentence's rows
         x = block.leave(x, linear(cross.out_proj, merge_heads(y).view(b, 1, heads * dh)))
-        ffn = layer.ffn
-        hidden = linear(ffn.linear1, layer.ffn_block.enter(x), "relu")
-        x = layer.ffn_block.leave(x, linear(ffn.linear2, hidden))
+        x = layer.ffn_block.leave(x, _ffn(layer.ffn, linear, layer.ffn_block.enter(x)))
     if model.decoder.final_norm is not None:
         x = model.decoder.final_norm(x)
     return linear(model.output_proj, x[:, 0]).float().log_softmax(-1)
+
+
+def encoder_rows(model: Transformer, linear: Callable[..., Tensor], src: Tensor) -> Tensor:
+    """The encoder over src (B, S), its products through ``linear`` (as ``rows_step``'s):
+    memory (B, S, D), the same computation as ``Transformer.encode`` in inference."""
+    src_mask = padding_mask(src, model.cfg.pad_id)  # (B, 1, 1, S)
+    x = model.src_embed(src)  # (B, S, D)
+    for layer in cast("list[EncoderLayer]", list(model.encoder.layers)):
+        attn = layer.self_attn
+        q, k, v = attn.split_heads(linear(attn.qkv_proj, layer.attn_block.enter(x)), 3)
+        y = linear(attn.out_proj, merge_heads(_attend(q, k, v, src_mask)))
+        x = layer.attn_block.leave(x, y)
+        x = layer.ffn_block.leave(x, _ffn(layer.ffn, linear, layer.ffn_block.enter(x)))
+    if model.encoder.final_norm is not None:
+        x = model.encoder.final_norm(x)
+    return x
+
+
+def _ffn(ffn: FeedForward, linear: Callable[..., Tensor], x: Tensor) -> Tensor:
+    """The feed-forward network through ``linear``: the paper's ReLU applied as the product
+    writes its output, another activation (GELU, swish) after it."""
+    if ffn.activation is None:
+        return linear(ffn.linear2, linear(ffn.linear1, x, "relu"))
+    return linear(ffn.linear2, ffn.activation(linear(ffn.linear1, x)))
 
 
 def greedy_choice(lprobs: Tensor, position: Tensor, limits: Tensor, cfg: ModelConfig
@@ -279,7 +310,8 @@ class _RowsStep(nn.Module):
     it holds, as parameters, each linear layer's weight in oneDNN's layout (``CpuLinear``'s own
     copy), under the layer's name, which it writes into the layer (``onednn_name``: export
     traces the layers through stand-ins, so they are found by name, not by identity). The
-    compiled step keeps no weights of either kind: both are bound at load."""
+    compiled step keeps no weights of either kind: both are bound at load. An int8 model's
+    products are its ``Int8Linear`` layers' own."""
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
@@ -291,13 +323,28 @@ class _RowsStep(nn.Module):
                 self.onednn[layer.onednn_name] = nn.Parameter(layer.onednn_weight(),
                                                               requires_grad=False)
 
+    def linear(self, layer: CpuLinear | Int8Linear, x: Tensor, activation: str = "none"
+               ) -> Tensor:
+        if isinstance(layer, Int8Linear):
+            return layer.int8_product(x, activation)
+        return onednn_linear(x, self.onednn[layer.onednn_name], layer.bias, activation)
+
     def forward(self, tokens: Tensor, position: Tensor, slots: Tensor, self_k: list[Tensor],
                 self_v: list[Tensor], cross_k: list[Tensor], cross_v: list[Tensor],
                 src_mask: Tensor) -> Tensor:
-        def linear(layer: CpuLinear, x: Tensor, activation: str = "none") -> Tensor:
-            return onednn_linear(x, self.onednn[layer.onednn_name], layer.bias, activation)
-        return rows_step(self.model, linear, tokens, position, slots, self_k, self_v, cross_k,
-                         cross_v, src_mask)
+        return rows_step(self.model, self.linear, tokens, position, slots, self_k, self_v,
+                         cross_k, cross_v, src_mask)
+
+
+class _EncodeStep(_RowsStep):
+    """``encoder_rows`` as a module for ``torch.export``, its products as ``_RowsStep``'s."""
+
+    def forward(self, src: Tensor) -> Tensor:  # type: ignore[override]
+        return encoder_rows(self.model, self.linear, src)
+
+
+STEPS: dict[str, type[nn.Module]] = {"step": _Step, "rows": _RowsStep, "encode": _EncodeStep}
+ONEDNN_KINDS = ("rows", "encode")  # the kinds that read oneDNN copies of the weights
 
 
 def _onednn_key(name: str) -> str:
@@ -311,7 +358,8 @@ def _weights(step: nn.Module) -> dict[str, Tensor]:
 
 
 def _package_path(model: Transformer, threads: int, kind: str = "step") -> Path:
-    """Where the compiled step of this kind ("step": one row, "rows": many) and shape is kept:
+    """Where the compiled step of this kind ("step": one row, "rows": many, "encode": the
+    encoder) and shape is kept:
     named by everything it depends on."""
     here = Path(__file__).resolve().parent
     key = hashlib.sha256()
@@ -330,7 +378,7 @@ def _compile_package(model: Transformer, path: Path, kind: str = "step") -> None
     write the package to ``path``."""
     if not torch._dynamo.is_dynamo_supported():
         raise RuntimeError(f"Dynamo does not support Python {platform.python_version()}")
-    program = _export_rows(model) if kind == "rows" else _export_step(model)
+    program = {"rows": _export_rows, "encode": _export_encode}.get(kind, _export_step)(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
         built = torch._inductor.aoti_compile_and_package(
@@ -363,6 +411,16 @@ def _export_rows(model: Transformer) -> torch.export.ExportedProgram:
                    [{0: sentences, 2: src_len}] * layers, [{0: sentences, 2: src_len}] * layers,
                    {0: sentences, 3: src_len})
         return torch.export.export(_RowsStep(model), example, dynamic_shapes=dynamic)
+
+
+def _export_encode(model: Transformer) -> torch.export.ExportedProgram:
+    """The encoder, exported with symbolic sentences and source length."""
+    from torch.export import Dim
+    with torch.inference_mode(False), torch.no_grad():  # export traces plain tensors
+        example = torch.full((3, 5), 4, dtype=torch.long)
+        example[0, -1] = model.cfg.pad_id  # a padded sentence among them
+        dynamic = ({0: Dim("sentences", min=1), 1: Dim("source", min=1, max=model.cfg.max_len)},)
+        return torch.export.export(_EncodeStep(model), (example,), dynamic_shapes=dynamic)
 
 
 def _export_step(model: Transformer) -> torch.export.ExportedProgram:
@@ -418,7 +476,7 @@ class CompiledSteps(nn.Module):
         self._sources: dict[tuple[str, int], list[tuple[Tensor, tuple[int, int]]]] = {}
 
     def _compiled(self, kind: str = "step") -> Callable | None:
-        """The compiled step of ``kind`` ("step": one row, "rows": many) at the current thread
+        """The compiled step of ``kind`` ("step", "rows", "encode") at the current thread
         count (generated loops are split among a fixed number of threads), compiled or loaded
         from disk the first time, with this model's weights bound; None while it is being
         built in the background."""
@@ -448,7 +506,7 @@ class CompiledSteps(nn.Module):
             # the loader's own entry point: a flat list of tensors in, one out (a package's
             # __call__ would parse its argument structure anew at every step)
             self._steps[key] = self._packages[key].run
-        elif kind == "rows" and any((w._version, w.data_ptr()) != made
+        elif kind in ONEDNN_KINDS and any((w._version, w.data_ptr()) != made
                                     for w, made in self._sources[key]):
             self._bind(key)  # a weight changed since: its oneDNN copy is made again
         return self._steps[key]
@@ -457,7 +515,7 @@ class CompiledSteps(nn.Module):
         """Hand the compiled step of ``key`` the tensors it reads: the model's weights and, for
         the step of many rows, their oneDNN copies."""
         package = self._packages[key]
-        step = _RowsStep(self.model) if key[0] == "rows" else _Step(self.model)
+        step = STEPS[key[0]](self.model)
         weights = _weights(step)
         bound = {name: weights[name] for name in package.get_constant_fqns()}
         # the library reads these tensors where they are, so they are kept alive here
@@ -467,10 +525,10 @@ class CompiledSteps(nn.Module):
             package.load_constants(bound, False, True, True, False)
         except TypeError:  # a loader without the last argument
             package.load_constants(bound, False, True, True)
-        if key[0] == "rows":  # what the oneDNN copies were made from, checked at each step
+        if key[0] in ONEDNN_KINDS:  # what the oneDNN copies were made from, checked each step
             self._sources[key] = [
                 (layer.weight, (layer.weight._version, layer.weight.data_ptr()))
-                for layer in step.model.modules()
+                for layer in self.model.modules()
                 if isinstance(layer, CpuLinear) and f"onednn.{layer.onednn_name}" in bound]
 
     def _check_build(self, path: Path) -> bool:
@@ -499,6 +557,7 @@ class CompiledSteps(nn.Module):
             return
         os.close(fd)
         spec = {"config": self.cfg.to_dict(), "kind": kind, "threads": threads,
+                "int8": isinstance(self.model.output_proj, Int8Linear),
                 "path": str(path), "lock": str(lock)}
         log = path.with_suffix(".log").open("w")
         subprocess.Popen(
@@ -518,6 +577,19 @@ class CompiledSteps(nn.Module):
         self.warn(f"the compiled decoding step is unavailable ({reason}); decoding without it")
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """src (B, S) -> memory, src_mask, [] as ``Transformer.encode``: the encoder compiled
+        where the steps of many rows can run (oneDNN), in inference."""
+        if (self.failed is None and not torch.is_grad_enabled() and src.is_cpu and src.dim() == 2
+                and src.size(1) > 0 and onednn_available()
+                and isinstance(self.model.output_proj, (CpuLinear, Int8Linear))):
+            step = self._ready("encode")
+            if step is not None:
+                try:
+                    memory, = step([src.contiguous()])
+                except Exception as exc:  # noqa: BLE001 - any failure of the library: eager
+                    self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
+                else:
+                    return memory, padding_mask(src, self.cfg.pad_id), []
         return self.model.encode(src)
 
     def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, *,
@@ -608,15 +680,15 @@ class CompiledSteps(nn.Module):
     def _kind(self, tgt: Tensor, cache: DecoderCache) -> str | None:
         """Which compiled step serves this step: "step" for one new position of one row, "rows"
         for one of two rows or more where oneDNN's products run, None (eager) otherwise: only
-        float32 on the CPU, in inference, a model with ``CpuLinear`` layers (not int8), and
-        while compilation has not failed."""
+        float32 on the CPU, in inference, a model with ``CpuLinear`` or ``Int8Linear`` layers,
+        and while compilation has not failed."""
         if (self.failed is not None or tgt.dim() != 2 or tgt.size(1) != 1
                 or torch.is_grad_enabled() or not tgt.is_cpu or cache.length >= cache.capacity
                 or cache.src_mask is None):
             return None
         first = cache.layers[0]
         if not (first.self_k.dtype == torch.float32 and first.cross_k is not None
-                and isinstance(self.model.output_proj, CpuLinear)):
+                and isinstance(self.model.output_proj, (CpuLinear, Int8Linear))):
             return None
         if tgt.size(0) == 1 and cache.group == 1:
             return "step"
@@ -652,7 +724,8 @@ def build_main() -> None:
         torch.set_num_threads(spec["threads"])
         start = time.perf_counter()
         with torch.no_grad():
-            model = for_inference(Transformer(ModelConfig.from_dict(spec["config"])))
+            model = for_inference(Transformer(ModelConfig.from_dict(spec["config"])),
+                                  int8=spec.get("int8", False))
         named = _package_path(model, spec["threads"], spec["kind"])
         if named != path:
             print(f"the model built here is named {named}, not {path}: not built")

@@ -1,7 +1,7 @@
 """CPU inference helpers, applied from outside the model at load time.
 
 The model files read as the paper; what makes decoding fast on a CPU lives here and is swapped
-in by ``for_inference`` (as ``quantize_int8`` swaps in quantized layers):
+in by ``for_inference``:
 
 - ``CpuLinear``: a float32 linear layer whose products take the fastest path for their row
   count. One row (a decoding step of one sentence) is split into one block of output features
@@ -12,6 +12,7 @@ in by ``for_inference`` (as ``quantize_int8`` swaps in quantized layers):
 - ``CpuAttention``: the attention of decoding steps (a few queries per head over many heads)
   and of 16-bit training through the reference computation, where PyTorch's fused kernel is
   slower on the CPU; short score rows padded away from the softmax's scalar path.
+- ``Int8Linear``: int8 products (``--int8``), each row quantized with its own scale.
 - ``CpuFeedForward``: the feed-forward network with oneDNN's product applying the ReLU.
 - ``top_k``: ``torch.topk`` over a vocabulary through vectorized block maxima.
 - ``reuse_freed_memory``: glibc's allocator settings that let each decoding step reuse the
@@ -29,7 +30,6 @@ import ctypes.util
 import functools
 import os
 import sys
-import warnings
 from typing import TypeVar, cast
 
 import torch
@@ -286,7 +286,7 @@ class CpuFeedForward(nn.Module):
         self.train(ffn.training)
 
     def forward(self, x: Tensor) -> Tensor:
-        if (self.activation is not None or not isinstance(self.linear1, CpuLinear)
+        if (self.activation is not None or not isinstance(self.linear1, (CpuLinear, Int8Linear))
                 or torch.is_grad_enabled()):
             return FeedForward.forward(self, x)  # type: ignore[arg-type]
         return self.linear2(dropout(self.linear1.relu_product(x), self.dropout, self.training))
@@ -312,33 +312,111 @@ def cpu_linears(model: M) -> M:
     return model
 
 
+class Int8Linear(nn.Module):
+    """A linear layer for CPU inference in int8: the weight stored as int8 with one scale per
+    output feature, each input row quantized to int8 with its own scale as it comes (the
+    scheme of CTranslate2's int8), the product ``torch._int_mm``'s (oneDNN's int8 kernels:
+    AMX or VNNI where the CPU has them, AVX2 otherwise), its int32 sums scaled back to float32.
+
+    Each row is quantized on its own, so a row's result does not depend on the other rows of
+    its batch; the integer sums are exact, so the compiled steps (``aiayn.runtime.compiled``)
+    give the eager step's results but where float32 rounding before the quantization moves a
+    value to the next int8 level.
+
+    Attributes:
+        weight_int8: (out, in) int8, round(weight / scale).
+        scale: (out,) float32, each output feature's largest weight magnitude / 127.
+        bias: the wrapped layer's bias (shared), or None.
+    """
+
+    weight_int8: Tensor
+    scale: Tensor
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        weight = cast(Tensor, layer.weight).detach().float()
+        self.in_features, self.out_features = weight.size(1), weight.size(0)
+        scale = weight.abs().amax(1).clamp_min(torch.finfo(torch.float32).tiny) / 127
+        self.register_buffer("weight_int8",
+                             (weight / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
+        self.register_buffer("scale", scale)
+        self.bias = cast("Tensor | None", layer.bias)
+        self.onednn_name = ""  # (as CpuLinear's; the int8 steps read no oneDNN copies)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (..., in) -> (..., out)."""
+        if torch.compiler.is_compiling():
+            return self.traced_product(x)
+        return self.int8_product(x)
+
+    def relu_product(self, x: Tensor) -> Tensor:
+        return self.int8_product(x, "relu")
+
+    def _quantized_rows(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """x's rows as (M, in) integers in [-127, 127] (float32) and their scales (M, 1)."""
+        rows = x.reshape(-1, self.in_features).float()
+        row_scale = rows.abs().amax(-1, keepdim=True).clamp_min(
+            torch.finfo(torch.float32).tiny) / 127
+        return (rows / row_scale).round().clamp(-127, 127), row_scale
+
+    def _scaled(self, sums: Tensor, row_scale: Tensor, x: Tensor, activation: str) -> Tensor:
+        y = sums * (row_scale * self.scale)
+        if self.bias is not None:
+            y = y + self.bias
+        if activation == "relu":
+            y = y.relu()
+        return y.view(x.shape[:-1] + (self.out_features,))
+
+    def int8_product(self, x: Tensor, activation: str = "none") -> Tensor:
+        """The product of x's rows quantized to int8 with the int8 weight, float32 out;
+        ``activation`` "relu" applies max(0, .) after it."""
+        quantized, row_scale = self._quantized_rows(x)
+        sums = torch._int_mm(quantized.to(torch.int8), self.weight_int8.t()).float()
+        return self._scaled(sums, row_scale, x, activation)
+
+    def traced_product(self, x: Tensor, activation: str = "none") -> Tensor:
+        """``int8_product`` written for the compiled step of one row (as
+        ``CpuLinear.traced_product``): the quantized row's dot product with every int8
+        weight row, in float32, which Inductor makes one vectorized loop converting the
+        weights as it reads them, without a library call per product. Sums of integer
+        products are exact in float32 below 2**24 (any row of up to 1,040 features, and
+        wider ones in practice), so the results are ``int8_product``'s."""
+        quantized, row_scale = self._quantized_rows(x)
+        sums = (quantized.unsqueeze(-2) * self.weight_int8).sum(-1)  # (M, out)
+        return self._scaled(sums, row_scale, x, activation)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
 def quantize_int8(model: M) -> M:
-    """Dynamic int8 quantization of every ``nn.Linear`` (torch.ao.quantization.quantize_dynamic):
-    weights stored as int8, activations quantized on the fly; embeddings stay float32."""
-    with warnings.catch_warnings():  # torch marks the eager quantization API deprecated
-        warnings.simplefilter("ignore")
-        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear},
-                                                               dtype=torch.qint8))
+    """Replace every linear layer of ``model`` (``nn.Linear`` or ``CpuLinear``, in place) by an
+    ``Int8Linear`` of its weight. Returns ``model``."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if type(child) in (nn.Linear, CpuLinear):
+                setattr(parent, name, Int8Linear(child))
+    return model
 
 
 def for_inference(model: M, *, int8: bool = False) -> M:
     """An inference copy of ``model`` for the CPU: its own module objects around the same
-    parameters and buffers (``model`` itself is left as it is), in eval mode, with int8 linear
-    layers or, in float32, ``CpuLinear`` products. Other devices get the model unchanged."""
+    parameters and buffers (``model`` itself is left as it is), in eval mode, with
+    ``CpuLinear`` products in float32 or ``Int8Linear`` ones (int8 copies of the weights).
+    Other devices get the model unchanged."""
     device = next(model.parameters()).device
     if device.type != "cpu":
         if int8:
             raise ValueError("int8 decoding runs on the CPU only")
         return model.eval()
-    if int8:  # quantize_dynamic copies: new int8 weights
-        return cpu_attention(quantize_int8(model).eval())
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
     fast = cpu_attention(cpu_linears(copy.deepcopy(model, shared).eval()))
     for parent in list(fast.modules()):
         for name, child in parent.named_children():
             if type(child) is FeedForward:
                 setattr(parent, name, CpuFeedForward(child))
-    return fast
+    return quantize_int8(fast) if int8 else fast
 
 
 def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
