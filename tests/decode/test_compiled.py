@@ -179,8 +179,8 @@ def _packages_in(directory, monkeypatch):
 
 def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weights(
         monkeypatch):
-    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")  # the first
-    # test's shape
+    # the first test's shape
+    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
     torch.manual_seed(1)
     first = for_inference(Transformer(cfg))
     torch.manual_seed(2)
