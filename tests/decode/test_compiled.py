@@ -26,8 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_compiled_steps_equal_eager_steps_within_1e_5():
-    # with the final norm, and swish (OPUS-MT's activation): the same shape as the test of
-    # the compiled encoder below, so the two share their compilations
+    # with the final norm, and swish (OPUS-MT's activation)
     cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
     model = for_inference(Transformer(cfg))
     compiled = CompiledSteps(model, warn=pytest.fail)
@@ -229,20 +228,21 @@ def test_steps_of_many_rows_run_eagerly_without_onednn():
     assert compiled.compiled_steps == 0  # four rows: eager
 
 
-@pytest.mark.parametrize("int8", [False, True])
-def test_compiled_encoder_and_steps_equal_eager_ones_int8_and_swish(int8):
-    torch.manual_seed(0)  # swish, OPUS-MT's activation, where the steps had applied ReLU
+def test_compiled_int8_encoder_and_steps_equal_eager_ones_with_swish():
+    # swish, OPUS-MT's activation, where the steps of many rows had applied ReLU; the
+    # float32 steps share that code (encoder_rows, rows_step) with another product
+    torch.manual_seed(0)
     cfg = ModelConfig.preset("tiny", vocab_size=50, activation="swish", norm="pre")
     model = Transformer(cfg)
     for p in model.parameters():  # weights large enough for the activation to matter
         p.data.normal_(0, 0.3)
-    eager = for_inference(model, int8=int8)
-    compiled = CompiledSteps(for_inference(model, int8=int8), warn=pytest.fail)
+    eager = for_inference(model, int8=True)
+    compiled = CompiledSteps(for_inference(model, int8=True), warn=pytest.fail)
     src = random_tokens(3, 7, vocab=50)
     src[1, 5:] = cfg.pad_id
     # in int8 a float32 rounding difference before a row is quantized can move one value to
     # the next int8 level: scores agree to that, not to float32 rounding
-    tol = 1e-2 if int8 else 1e-4
+    tol = 1e-2
     with torch.inference_mode():
         memory = eager.encode(src)[0]
         torch.testing.assert_close(compiled.encode(src)[0], memory, rtol=0, atol=1e-5)
