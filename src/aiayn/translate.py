@@ -218,8 +218,8 @@ class Translator:
                     prefixes: list[list[int]] | None,
                     constraints: list[list[list[int]]] | None) -> Any:
         """The model the batch ``rows`` decodes with: the translator's, or with a
-        ``shortlist`` the eager model scoring only the batch's shortlist (plus EOS and the
-        tokens a prefix or a glossary term forces)."""
+        ``shortlist`` the model scoring only the batch's shortlist (plus EOS and the tokens a
+        prefix or a glossary term forces)."""
         if self.shortlist is None:
             return self.model
         forced = [self.cfg.eos_id]
@@ -227,12 +227,11 @@ class Translator:
             forced += prefixes[i] if prefixes else []
             forced += [t for term in (constraints[i] if constraints else []) for t in term]
         vocab = self.shortlist.vocabulary([sources[i] for i in rows], forced)
-        return Shortlisted(self.model.model if isinstance(self.model, CompiledSteps)
-                           else self.model, vocab.to(self.device))
+        return Shortlisted(self.model, vocab.to(self.device))
 
     def use_shortlist(self, path: str | Path) -> None:
         """Decode over a vocabulary shortlist (``aiayn.decode.shortlist``) read from ``path``;
-        one model only, decoded by the eager step."""
+        one model only; its steps of many rows run compiled where the model's do."""
         if isinstance(self.model, Ensemble):
             raise UserError("--shortlist works with one --checkpoint, not an ensemble")
         self.shortlist = Shortlist.load(path, self.tokenizer.fingerprint())

@@ -1,11 +1,13 @@
 """Vocabulary shortlists: built from parallel text, they hold the tokens a source token is
 translated into; decoding over one gives the full vocabulary's beams when they fit in it."""
 
+import pytest
 import torch
 
 from aiayn.cli import main
 from aiayn.decode.search import beam_search
 from aiayn.decode.shortlist import Shortlist, Shortlisted
+from aiayn.runtime.compiled import compile_available, cxx_compiler
 from tests.conftest import toy_pairs
 from tests.test_cli import fails
 
@@ -40,6 +42,39 @@ def test_a_shortlist_of_every_token_decodes_as_the_full_vocabulary(toy_model):
     full = beam_search(translator.model, src, beam=4)
     short = beam_search(Shortlisted(translator.model, everything), src, beam=4)
     assert [h[0].tokens for h in full] == [h[0].tokens for h in short]
+
+
+@pytest.mark.skipif(not compile_available() or cxx_compiler() is None,
+                    reason="compiled steps need AOTInductor and a C++ compiler")
+def test_compiled_steps_over_a_shortlist_equal_the_eager_ones(toy_model):
+    from aiayn.translate import load
+    eager, compiled = load(toy_model, compile=False), load(toy_model, compile=True)
+    src = eager._pad([eager.codec.encode(s).ids for s, _ in toy_pairs(6, seed=4)])
+    full = beam_search(eager.model, src, beam=4)
+    kept = sorted({t for hyps in full for t in hyps[0].tokens} | {eager.cfg.eos_id})
+    others = [t for t in range(eager.cfg.target_vocab_size) if t not in kept]
+    vocab = torch.tensor(sorted(kept + others[::2]))  # the full beams' tokens and half the rest
+    want = beam_search(Shortlisted(eager.model, vocab), src, beam=4)
+    before = compiled.model.compiled_steps
+    got = beam_search(Shortlisted(compiled.model, vocab), src, beam=4)
+    assert compiled.model.compiled_steps > before  # the steps of many rows ran compiled
+    assert [h[0].tokens for h in got] == [h[0].tokens for h in want]
+    assert [h[0].score for h in got] == pytest.approx([h[0].score for h in want], abs=1e-4)
+    assert all(set(h[0].tokens) <= set(vocab.tolist()) for h in got)
+
+
+def test_an_int8_model_decodes_over_a_shortlist_of_its_own_int8_rows(toy_model):
+    from aiayn.translate import load
+    int8 = load(toy_model, int8=True, compile=False)
+    src = int8._pad([int8.codec.encode(s).ids for s, _ in toy_pairs(4, seed=3)])
+    vocab = torch.arange(0, int8.cfg.target_vocab_size, 2)
+    vocab = torch.unique(torch.cat([vocab, torch.tensor([int8.cfg.eos_id])]))
+    short = Shortlisted(int8.model, vocab)
+    proj = int8.model.output_proj
+    torch.testing.assert_close(short.weight, proj.weight_int8[vocab].float()
+                               * proj.scale[vocab, None])
+    hyps = beam_search(short, src, beam=4)
+    assert all(set(h[0].tokens) <= set(vocab.tolist()) for h in hyps)
 
 
 def test_shortlist_on_the_command_line(toy_model, tiny_checkpoint, tmp_path, capsys):

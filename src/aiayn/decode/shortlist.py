@@ -117,17 +117,24 @@ class Shortlist:
 class Shortlisted:
     """A translation model whose decoding steps score only ``vocab``'s target ids (the rest
     -inf): the output projection multiplies by those rows of its weight only. A ``Seq2Seq``
-    (``aiayn.decode.search``) around an eager ``Transformer`` (float32 or int8)."""
+    (``aiayn.decode.search``) around an inference ``Transformer`` (float32 or int8) or its
+    ``CompiledSteps``, whose steps of many rows then run compiled over the shortlist; an int8
+    model's shortlisted rows are its int8 weights, scaled back to float32."""
+
+    returns_log_probs = True
 
     def __init__(self, model, vocab: Tensor) -> None:
         self.model, self.cfg, self.vocab = model, model.cfg, vocab
-        proj = model.output_proj
-        weight = proj.weight() if callable(proj.weight) else proj.weight
-        bias = proj.bias() if callable(getattr(proj, "bias", None)) else proj.bias
-        if weight.is_quantized:
-            weight = weight.dequantize()
-        self.weight = weight.detach()[vocab].contiguous()  # (K, D)
-        self.bias = None if bias is None else bias.detach()[vocab]
+        self.compiled = model if hasattr(model, "shortlist_step") else None
+        self.inner = model.model if self.compiled is not None else model
+        proj = self.inner.output_proj
+        if hasattr(proj, "weight_int8"):  # aiayn.runtime.cpu.Int8Linear
+            weight = proj.weight_int8[vocab].float() * proj.scale[vocab, None]
+        else:
+            weight = proj.weight.detach()[vocab]
+        self.weight = weight.contiguous()  # (K, D)
+        self.bias = (torch.zeros(len(vocab), dtype=self.weight.dtype, device=vocab.device)
+                     if proj.bias is None else proj.bias.detach()[vocab].contiguous())  # (K,)
 
     def encode(self, src: Tensor):
         return self.model.encode(src)
@@ -136,9 +143,14 @@ class Shortlisted:
         return self.model.init_cache(memory, src_mask, max_len, beam=beam)
 
     def decode_step(self, tgt: Tensor, cache) -> Tensor:
-        """tgt (rows, t) -> logits (rows, t, V), -inf outside the shortlist."""
-        model = self.model
-        x, _, _ = model.decoder(model.tgt_embed(tgt, offset=cache.length), cache=cache)
-        logits = x.new_full((*x.shape[:-1], self.cfg.target_vocab_size), float("-inf"))
-        logits[..., self.vocab] = F.linear(x, self.weight, self.bias)  # (rows, t, K)
-        return logits
+        """tgt (rows, t) -> log-probabilities (rows, t, V), -inf outside the shortlist."""
+        short = None
+        if self.compiled is not None:
+            short = self.compiled.shortlist_step(tgt, cache, self.weight, self.bias)
+        if short is None:
+            model = self.inner
+            x, _, _ = model.decoder(model.tgt_embed(tgt, offset=cache.length), cache=cache)
+            short = F.linear(x, self.weight, self.bias).float().log_softmax(-1)  # (rows, t, K)
+        out = short.new_full((*short.shape[:-1], self.cfg.target_vocab_size), float("-inf"))
+        out[..., self.vocab] = short
+        return out

@@ -191,7 +191,8 @@ def decoder_step(model: Transformer, tokens: Tensor, position: Tensor, self_k: l
 
 def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
               position: Tensor, slots: Tensor, self_k: list[Tensor], self_v: list[Tensor],
-              cross_k: list[Tensor], cross_v: list[Tensor], src_mask: Tensor) -> Tensor:
+              cross_k: list[Tensor], cross_v: list[Tensor], src_mask: Tensor,
+              output: tuple[Tensor, Tensor] | None = None) -> Tensor:
     """One decoding step of many rows over the cache's buffers, read through the ancestry:
     tokens (N, g), the next input of the g rows (beams) of each of N sentences, row-major;
     position () int64; slots (N, g, position + 1), the buffer slot that holds each row's keys
@@ -200,7 +201,9 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
     slot, and cross_k / cross_v (N, H, S, Dh), a sentence's memory shared by its g rows;
     src_mask (N, 1, 1, S) -> log-probabilities (N * g, V). ``linear(layer, x, activation)``
     computes the model's linear ``layer`` ("relu" or "none" after it). The same computation as
-    ``Transformer.decode_step`` in inference."""
+    ``Transformer.decode_step`` in inference. ``output``: (K, D) weight rows and (K,) biases
+    of the output projection that the step scores instead of the whole vocabulary (a
+    shortlist's, ``aiayn.decode.shortlist``) -> log-probabilities (N * g, K) over them."""
     n, g = tokens.shape
     b, t = n * g, slots.size(2)
     x = model.tgt_embed.at(tokens.reshape(b, 1), position)  # (B, 1, D)
@@ -233,6 +236,9 @@ def rows_step(model: Transformer, linear: Callable[..., Tensor], tokens: Tensor,
         x = layer.ffn_block.leave(x, _ffn(layer.ffn, linear, layer.ffn_block.enter(x)))
     if model.decoder.final_norm is not None:
         x = model.decoder.final_norm(x)
+    if output is not None:  # a shortlist's rows of the output projection
+        weight, bias = output
+        return torch.addmm(bias, x[:, 0], weight.t()).float().log_softmax(-1)  # (B, K)
     return linear(model.output_proj, x[:, 0]).float().log_softmax(-1)
 
 
@@ -343,8 +349,20 @@ class _EncodeStep(_RowsStep):
         return encoder_rows(self.model, self.linear, src)
 
 
-STEPS: dict[str, type[nn.Module]] = {"step": _Step, "rows": _RowsStep, "encode": _EncodeStep}
-ONEDNN_KINDS = ("rows", "encode")  # the kinds that read oneDNN copies of the weights
+class _ShortlistStep(_RowsStep):
+    """``rows_step`` over a shortlist's rows of the output projection, given as arguments."""
+
+    def forward(self, tokens: Tensor, position: Tensor, slots: Tensor,  # type: ignore[override]
+                self_k: list[Tensor], self_v: list[Tensor], cross_k: list[Tensor],
+                cross_v: list[Tensor], src_mask: Tensor, weight: Tensor, bias: Tensor
+                ) -> Tensor:
+        return rows_step(self.model, self.linear, tokens, position, slots, self_k, self_v,
+                         cross_k, cross_v, src_mask, (weight, bias))
+
+
+STEPS: dict[str, type[nn.Module]] = {"step": _Step, "rows": _RowsStep, "encode": _EncodeStep,
+                                     "shortlist": _ShortlistStep}
+ONEDNN_KINDS = ("rows", "encode", "shortlist")  # the kinds that read oneDNN weight copies
 
 
 def _onednn_key(name: str) -> str:
@@ -378,7 +396,9 @@ def _compile_package(model: Transformer, path: Path, kind: str = "step") -> None
     write the package to ``path``."""
     if not torch._dynamo.is_dynamo_supported():
         raise RuntimeError(f"Dynamo does not support Python {platform.python_version()}")
-    program = {"rows": _export_rows, "encode": _export_encode}.get(kind, _export_step)(model)
+    export = {"rows": _export_rows, "encode": _export_encode,
+              "shortlist": lambda m: _export_rows(m, shortlist=True)}
+    program = export.get(kind, _export_step)(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # complete, or not there at all
         built = torch._inductor.aoti_compile_and_package(
@@ -387,9 +407,11 @@ def _compile_package(model: Transformer, path: Path, kind: str = "step") -> None
         os.replace(built, path)
 
 
-def _export_rows(model: Transformer) -> torch.export.ExportedProgram:
+def _export_rows(model: Transformer, shortlist: bool = False
+                 ) -> torch.export.ExportedProgram:
     """The step of many rows, exported with symbolic sentences, rows per sentence, positions,
-    buffer slots, cache and source lengths."""
+    buffer slots, cache and source lengths; with ``shortlist``, over output rows given as
+    arguments, their number symbolic too."""
     from torch.export import Dim
     cfg = model.cfg
     layers, heads, dh = cfg.n_decoder_layers, cfg.n_heads, cfg.head_dim
@@ -397,7 +419,8 @@ def _export_rows(model: Transformer) -> torch.export.ExportedProgram:
         def zeros(rows: int, length: int) -> list[Tensor]:
             return [torch.zeros(rows, heads, length, dh) for _ in range(layers)]
         n, g, t, slots, capacity, source = 3, 2, 4, 7, 9, 5  # examples, all symbolic
-        example = (torch.full((n, g), cfg.start_id, dtype=torch.long), torch.tensor(t - 1),
+        example: tuple[Any, ...] = (
+                   torch.full((n, g), cfg.start_id, dtype=torch.long), torch.tensor(t - 1),
                    torch.zeros(n, g, t, dtype=torch.long), zeros(slots, capacity),
                    zeros(slots, capacity), zeros(n, source), zeros(n, source),
                    torch.ones(n, 1, 1, source, dtype=torch.bool))
@@ -410,7 +433,12 @@ def _export_rows(model: Transformer) -> torch.export.ExportedProgram:
                    [{0: buffers, 2: length}] * layers, [{0: buffers, 2: length}] * layers,
                    [{0: sentences, 2: src_len}] * layers, [{0: sentences, 2: src_len}] * layers,
                    {0: sentences, 3: src_len})
-        return torch.export.export(_RowsStep(model), example, dynamic_shapes=dynamic)
+        if not shortlist:
+            return torch.export.export(_RowsStep(model), example, dynamic_shapes=dynamic)
+        rows = Dim("shortlist", min=2)
+        example += (torch.zeros(6, cfg.d_model), torch.zeros(6))
+        dynamic += ({0: rows}, {0: rows})
+        return torch.export.export(_ShortlistStep(model), example, dynamic_shapes=dynamic)
 
 
 def _export_encode(model: Transformer) -> torch.export.ExportedProgram:
@@ -602,27 +630,51 @@ class CompiledSteps(nn.Module):
         step = self._ready(kind) if kind is not None else None
         if step is not None:
             if kind == "rows":
-                rows, group, layers = tgt.size(0), cache.group, cache.layers
-                slots = cache.history_slots(rows).view(rows // group, group, -1)
-                arguments: list[Any] = [
-                    tgt.reshape(rows // group, group).contiguous(), torch.tensor(cache.length),
-                    slots, *(c.self_k for c in layers), *(c.self_v for c in layers),
-                    *(c.cross_k for c in layers), *(c.cross_v for c in layers), cache.src_mask]
+                arguments = self._rows_arguments(tgt, cache)
             else:
                 capacity = cache.capacity
                 cache.gather_pending()  # the compiled step reads the buffers as they stand
                 arguments = self._arguments(
                     tgt.clone(), torch.tensor(cache.length), torch.tensor([0, capacity]), cache,
                     torch.empty(capacity, dtype=torch.long), torch.empty(capacity))
-            try:
-                out, = step(arguments)
-            except Exception as exc:  # noqa: BLE001 - any failure of the library: decode eagerly
-                self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
-            else:
-                cache.length += 1
-                self.compiled_steps += 1
+            out = self._run(step, arguments, cache)
+            if out is not None:
                 return out[:, None]
         return self.model.decode_step(tgt, cache).float().log_softmax(-1)
+
+    def shortlist_step(self, tgt: Tensor, cache: DecoderCache, weight: Tensor, bias: Tensor
+                       ) -> Tensor | None:
+        """A step of two rows or more scoring only the output rows ``weight`` (K, D),
+        ``bias`` (K,): log-probabilities (rows, 1, K) over them, the cache advanced; None
+        where no compiled step serves it (one row, or as ``decode_step`` decodes eagerly)."""
+        if self._kind(tgt, cache) != "rows" or weight.size(0) < 2:
+            return None
+        step = self._ready("shortlist")
+        if step is None:
+            return None
+        out = self._run(step, [*self._rows_arguments(tgt, cache), weight, bias], cache)
+        return None if out is None else out[:, None]
+
+    def _run(self, step: Callable, arguments: list[Any], cache: DecoderCache) -> Tensor | None:
+        """The compiled step's output, the cache advanced; None (and eager from now on) where
+        the library failed."""
+        try:
+            out, = step(arguments)
+        except Exception as exc:  # noqa: BLE001 - any failure of the library: decode eagerly
+            self._give_up(f"{type(exc).__name__}: {_first_line(exc)}")
+            return None
+        cache.length += 1
+        self.compiled_steps += 1
+        return out
+
+    @staticmethod
+    def _rows_arguments(tgt: Tensor, cache: DecoderCache) -> list[Any]:
+        """The flat argument list of the step of many rows (``_RowsStep.forward``'s)."""
+        rows, group, layers = tgt.size(0), cache.group, cache.layers
+        slots = cache.history_slots(rows).view(rows // group, group, -1)
+        return [tgt.reshape(rows // group, group).contiguous(), torch.tensor(cache.length),
+                slots, *(c.self_k for c in layers), *(c.self_v for c in layers),
+                *(c.cross_k for c in layers), *(c.cross_v for c in layers), cache.src_mask]
 
     def _ready(self, kind: str) -> Callable | None:
         """The compiled step of ``kind`` when it can run now: None while it is built in the
