@@ -27,7 +27,8 @@ from pathlib import Path
 
 VOCAB, PAD, EOS = 58101, 58100, 0
 # "aiayn": the default where a C++ compiler is present, the compiled steps (built once per
-# model shape, before the first timed run); "aiayn --no-compile": the eager step
+# model shape, before the first timed run); "aiayn --no-compile": the eager step; "aiayn
+# --int8": int8 through the compiled steps, as the default decodes int8
 SYSTEMS = ("aiayn", "aiayn --no-compile", "aiayn --int8", "Hugging Face",
            "CTranslate2 float32", "CTranslate2 int8")
 ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
@@ -119,7 +120,7 @@ def _worker(system: str, work: Path, batch: int, beam: int, args, threads: int) 
             from aiayn.decode.search import beam_search, greedy_search
             from aiayn.translate import Translator
             model = Translator.load(work / "aiayn", int8=system.endswith("int8"),
-                                    compile=system == "aiayn").model
+                                    compile=system != "aiayn --no-compile").model
 
             def fn(rows):
                 if beam == 1:
