@@ -332,6 +332,7 @@ def test_by_default_decoding_builds_its_steps_in_the_background_and_decodes_mean
         time.sleep(0.5)
     assert path.exists(), path.with_suffix(".log").read_text()
     assert "built" in path.with_suffix(".log").read_text()
+    assert not list(path.parent.glob("encode-*"))  # the encoder waits for a step kind
     compiled = greedy_search(steps, src)[0]
     assert compiled.tokens == eager.tokens and steps.compiled_steps > 0
     assert compiled.score == pytest.approx(eager.score, abs=1e-5)

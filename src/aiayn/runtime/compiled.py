@@ -607,8 +607,11 @@ class CompiledSteps(nn.Module):
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
         """src (B, S) -> memory, src_mask, [] as ``Transformer.encode``: the encoder compiled
         where the steps of many rows can run (oneDNN), in inference."""
-        if (self.failed is None and not torch.is_grad_enabled() and src.is_cpu and src.dim() == 2
-                and src.size(1) > 0 and onednn_available()
+        # built in the background, the encoder waits for a step kind: the steps gain more, and
+        # a two-core machine then runs one build at a time, not three
+        waits = self.background and not any(kind in ("step", "rows") for kind, _ in self._steps)
+        if (self.failed is None and not waits and not torch.is_grad_enabled() and src.is_cpu
+                and src.dim() == 2 and src.size(1) > 0 and onednn_available()
                 and isinstance(self.model.output_proj, (CpuLinear, Int8Linear))):
             step = self._ready("encode")
             if step is not None:
