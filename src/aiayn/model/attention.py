@@ -112,7 +112,7 @@ class MultiHeadAttention(nn.Module):
     ``qkv_proj`` (rows W^Q; W^K; W^V, as ``nn.MultiheadAttention``'s ``in_proj_weight``);
     cross-attention keeps ``q_proj`` (W^Q) for the decoder queries and ``kv_proj`` (W^K; W^V)
     for the encoder memory, which incremental decoding projects once per source. Every
-    projection is an ``nn.Linear``, so dynamic int8 quantization applies to all of them.
+    projection is an ``nn.Linear``, so the CPU's int8 layers (``Int8Linear``) replace all of them.
 
     Args:
         d_model: model width D.
