@@ -334,14 +334,12 @@ class Int8Linear(nn.Module):
 
     def __init__(self, layer: nn.Module) -> None:
         super().__init__()
-        weight = cast(Tensor, layer.weight).detach().float()
+        weight = cast(Tensor, layer.weight).detach()
         self.in_features, self.out_features = weight.size(1), weight.size(0)
-        scale = weight.abs().amax(1).clamp_min(torch.finfo(torch.float32).tiny) / 127
-        self.register_buffer("weight_int8",
-                             (weight / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
-        self.register_buffer("scale", scale)
+        levels, scale = quantized_rows(weight)
+        self.register_buffer("weight_int8", levels.to(torch.int8))
+        self.register_buffer("scale", scale[:, 0])
         self.bias = cast("Tensor | None", layer.bias)
-        self.onednn_name = ""  # (as CpuLinear's; the int8 steps read no oneDNN copies)
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in) -> (..., out)."""
@@ -351,13 +349,6 @@ class Int8Linear(nn.Module):
 
     def relu_product(self, x: Tensor) -> Tensor:
         return self.int8_product(x, "relu")
-
-    def _quantized_rows(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """x's rows as (M, in) integers in [-127, 127] (float32) and their scales (M, 1)."""
-        rows = x.reshape(-1, self.in_features).float()
-        row_scale = rows.abs().amax(-1, keepdim=True).clamp_min(
-            torch.finfo(torch.float32).tiny) / 127
-        return (rows / row_scale).round().clamp(-127, 127), row_scale
 
     def _scaled(self, sums: Tensor, row_scale: Tensor, x: Tensor, activation: str) -> Tensor:
         y = sums * (row_scale * self.scale)
@@ -370,24 +361,33 @@ class Int8Linear(nn.Module):
     def int8_product(self, x: Tensor, activation: str = "none") -> Tensor:
         """The product of x's rows quantized to int8 with the int8 weight, float32 out;
         ``activation`` "relu" applies max(0, .) after it."""
-        quantized, row_scale = self._quantized_rows(x)
+        quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features))
         sums = torch._int_mm(quantized.to(torch.int8), self.weight_int8.t()).float()
         return self._scaled(sums, row_scale, x, activation)
 
-    def traced_product(self, x: Tensor, activation: str = "none") -> Tensor:
+    def traced_product(self, x: Tensor) -> Tensor:
         """``int8_product`` written for the compiled step of one row (as
         ``CpuLinear.traced_product``): the quantized row's dot product with every int8
         weight row, in float32, which Inductor makes one vectorized loop converting the
         weights as it reads them, without a library call per product. Sums of integer
         products are exact in float32 below 2**24 (any row of up to 1,040 features, and
         wider ones in practice), so the results are ``int8_product``'s."""
-        quantized, row_scale = self._quantized_rows(x)
+        quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features))
         sums = (quantized.unsqueeze(-2) * self.weight_int8).sum(-1)  # (M, out)
-        return self._scaled(sums, row_scale, x, activation)
+        return self._scaled(sums, row_scale, x, "none")
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+def quantized_rows(rows: Tensor) -> tuple[Tensor, Tensor]:
+    """(M, n) rows -> each row rounded to integers in [-127, 127] of its own scale (float32,
+    (M, n)) and the scales (M, 1): the row's largest magnitude / 127. Weights and inputs are
+    quantized alike."""
+    rows = rows.float()
+    scale = rows.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(torch.float32).tiny) / 127
+    return (rows / scale).round().clamp(-127, 127), scale
 
 
 def traced_int8_vectorized() -> bool:
