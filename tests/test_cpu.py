@@ -1,4 +1,5 @@
 import os
+import platform
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ from torch import nn
 
 from aiayn import ModelConfig, Transformer
 from aiayn.model import padding_mask, scaled_dot_product_attention
+from aiayn.runtime import cpu
 from aiayn.runtime.cpu import (
     SHORT_ROW,
     CpuAttention,
@@ -130,21 +132,29 @@ def test_many_rows_without_onednn_and_training_use_the_plain_product(threads, no
     assert wide.blocks == 0 and wide.reordered is None
 
 
+@pytest.mark.parametrize("saturating", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
-def test_int8_product_is_the_product_of_the_quantized_rows_and_weights(bias):
+def test_int8_product_is_the_product_of_the_quantized_rows_and_weights(bias, saturating,
+                                                                        monkeypatch):
     torch.manual_seed(0)
+    # saturating: as on a CPU whose int8 products add byte pairs in 16 bits (inputs of 7 bits)
+    if cpu.int8_pairs_saturate() and not saturating:
+        pytest.skip("this CPU's int8 products saturate: 8-bit inputs are never used here")
+    monkeypatch.setattr(cpu, "int8_pairs_saturate", lambda: saturating)
     layer = nn.Linear(64, 48, bias=bias)
     int8 = Int8Linear(layer)
     x = torch.randn(2, 5, 64)
     with torch.inference_mode():
         got, relu = int8(x), int8.relu_product(x)
         want = layer(x)
-    # what the int8 product computes, in float64 from the definitions: weights and each row
-    # rounded to 255 levels of their own largest magnitude
+    # what the int8 product computes, in float64 from the definitions: weights rounded to 255
+    # levels of their own largest magnitude, each row to 255 (or 127) of its own
+    levels = 63 if saturating else 127
+    assert int8.input_levels == levels
     w = layer.weight.double()
     w_scale = w.abs().amax(1, keepdim=True) / 127
     rows = x.reshape(-1, 64).double()
-    x_scale = rows.abs().amax(1, keepdim=True) / 127
+    x_scale = rows.abs().amax(1, keepdim=True) / levels
     exact = ((rows / x_scale).round() * x_scale) @ ((w / w_scale).round() * w_scale).T
     if bias:
         exact = exact + layer.bias.double()
@@ -167,6 +177,35 @@ def test_int8_rows_do_not_depend_on_their_batch_and_the_traced_product_agrees():
     torch.testing.assert_close(traced, batch, rtol=1e-6, atol=1e-6)
     zero = int8(torch.zeros(1, 32))  # an all-zero row: the bias, no division by zero
     torch.testing.assert_close(zero[0], int8.bias.detach())
+
+
+def test_int8_sums_are_exact_where_byte_pairs_would_saturate():
+    # rows and weights of one sign and full size: 16-bit pair sums would overflow (oneDNN's
+    # AVX2 kernels); the layer's inputs are 7 bits there, its sums exact here whatever the CPU
+    int8 = Int8Linear(nn.Linear(64, 40, bias=False))
+    with torch.no_grad():
+        int8.weight_int8.fill_(127)
+        int8.scale.fill_(1.0)
+    x = torch.full((3, 64), 2.0)
+    with torch.inference_mode():
+        got = int8(x)
+    # each row: 64 levels of 127 times weights of 127, scaled back: 64 x 127 x 2.0
+    torch.testing.assert_close(got, torch.full((3, 40), 64 * 127 * 2.0), rtol=1e-6, atol=0)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 oneDNN ISA")
+def test_int8_products_held_to_avx2_take_inputs_of_7_bits_and_stay_exact():
+    code = ("import torch; from torch import nn; from aiayn.runtime import cpu\n"
+            "assert cpu.int8_pairs_saturate()\n"
+            "int8 = cpu.Int8Linear(nn.Linear(64, 40, bias=False))\n"
+            "assert int8.input_levels == 63\n"
+            "x = torch.randn(7, 64).abs()\n"
+            "q, s = cpu.quantized_rows(x, 63)\n"
+            "exact = (q.double() @ int8.weight_int8.double().T) * s.double() * int8.scale\n"
+            "assert (int8(x).double() - exact).abs().max() < 1e-4\n")
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
 
 
 def test_int8_inference_copy_keeps_only_int8_copies_of_the_linear_weights(tiny_cfg):

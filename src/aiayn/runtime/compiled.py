@@ -383,7 +383,8 @@ def _package_path(model: Transformer, threads: int, kind: str = "step") -> Path:
     key = hashlib.sha256()
     for part in (kind, repr(model.cfg), threads, torch.__version__, platform.machine(),
                  torch.backends.cpu.get_cpu_capability(), sorted(INDUCTOR_OPTIONS.items()),
-                 sorted((n, tuple(t.shape), str(t.dtype)) for n, t in _weights(model).items())):
+                 sorted((n, tuple(t.shape), str(t.dtype)) for n, t in _weights(model).items()),
+                 sorted({m.input_levels for m in model.modules() if isinstance(m, Int8Linear)})):
         key.update(repr(part).encode())
     model_files = (here.parent / "model").glob("*.py")
     for source in sorted([here / "compiled.py", here / "cpu.py", *model_files]):

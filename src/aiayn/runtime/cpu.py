@@ -325,11 +325,14 @@ class Int8Linear(nn.Module):
 
     Attributes:
         weight_int8: (out, in) int8, round(weight / scale).
+        weight_packed: (out, in / 4) int32, the same levels four to a word (``packed_levels``)
+            for the compiled one-row product; None where ``in`` is not a multiple of 4.
         scale: (out,) float32, each output feature's largest weight magnitude / 127.
         bias: the wrapped layer's bias (shared), or None.
     """
 
     weight_int8: Tensor
+    weight_packed: Tensor | None
     scale: Tensor
 
     def __init__(self, layer: nn.Module) -> None:
@@ -338,12 +341,15 @@ class Int8Linear(nn.Module):
         self.in_features, self.out_features = weight.size(1), weight.size(0)
         levels, scale = quantized_rows(weight)
         self.register_buffer("weight_int8", levels.to(torch.int8))
+        self.register_buffer("weight_packed", packed_levels(self.weight_int8)
+                             if self.in_features % 4 == 0 else None)
         self.register_buffer("scale", scale[:, 0])
         self.bias = cast("Tensor | None", layer.bias)
+        self.input_levels = 63 if int8_pairs_saturate() else 127
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in) -> (..., out)."""
-        if torch.compiler.is_compiling() and traced_int8_vectorized():
+        if torch.compiler.is_compiling() and self.weight_packed is not None:
             return self.traced_product(x)
         return self.int8_product(x)
 
@@ -360,43 +366,71 @@ class Int8Linear(nn.Module):
 
     def int8_product(self, x: Tensor, activation: str = "none") -> Tensor:
         """The product of x's rows quantized to int8 with the int8 weight, float32 out;
-        ``activation`` "relu" applies max(0, .) after it."""
-        quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features))
-        sums = torch._int_mm(quantized.to(torch.int8), self.weight_int8.t()).float()
+        ``activation`` "relu" applies max(0, .) after it. Inputs of 7 bits
+        (``int8_pairs_saturate``) are the library's second operand, the one it does not shift
+        to unsigned bytes."""
+        quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features),
+                                              self.input_levels)
+        if self.input_levels == 127:
+            sums = torch._int_mm(quantized.to(torch.int8), self.weight_int8.t()).float()
+        else:
+            sums = torch._int_mm(self.weight_int8, quantized.to(torch.int8).t()).t()
+            sums = sums.to(torch.float32, memory_format=torch.contiguous_format)
         return self._scaled(sums, row_scale, x, activation)
 
     def traced_product(self, x: Tensor) -> Tensor:
         """``int8_product`` written for the compiled step of one row (as
-        ``CpuLinear.traced_product``): the quantized row's dot product with every int8
-        weight row, in float32, which Inductor makes one vectorized loop converting the
-        weights as it reads them, without a library call per product. Sums of integer
-        products are exact in float32 below 2**24 (any row of up to 1,040 features, and
-        wider ones in practice), so the results are ``int8_product``'s."""
-        quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features))
-        sums = (quantized.unsqueeze(-2) * self.weight_int8).sum(-1)  # (M, out)
-        return self._scaled(sums, row_scale, x, "none")
+        ``CpuLinear.traced_product``): the quantized row's dot product with every weight row,
+        in float32, the weights read four levels to an int32 word (``weight_packed``) and
+        each level taken out by two shifts. Inductor makes it one vectorized loop that reads
+        a quarter of float32's bytes, with AVX2 as with AVX-512 (its code converts int8 one
+        value at a time with AVX2, int32 a vector at a time), without a library call per
+        product. Sums of integer products are exact in float32 below 2**24 (any row of up to
+        1,040 features, and wider ones in practice), so the results are ``int8_product``'s."""
+        assert self.weight_packed is not None
+        quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features),
+                                              self.input_levels)
+        quarters = quantized.view(quantized.size(0), 4, -1)
+        sums = sum(quarters[:, j].unsqueeze(-2)
+                   * ((self.weight_packed << (24 - 8 * j)) >> 24).float() for j in range(4))
+        return self._scaled(cast(Tensor, sums).sum(-1), row_scale, x, "none")
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
 
 
-def quantized_rows(rows: Tensor) -> tuple[Tensor, Tensor]:
-    """(M, n) rows -> each row rounded to integers in [-127, 127] of its own scale (float32,
-    (M, n)) and the scales (M, 1): the row's largest magnitude / 127. Weights and inputs are
-    quantized alike."""
+def quantized_rows(rows: Tensor, levels: int = 127) -> tuple[Tensor, Tensor]:
+    """(M, n) rows -> each row rounded to integers in [-levels, levels] of its own scale
+    (float32, (M, n)) and the scales (M, 1): the row's largest magnitude / levels. Weights
+    and inputs are quantized alike."""
     rows = rows.float()
-    scale = rows.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(torch.float32).tiny) / 127
-    return (rows / scale).round().clamp(-127, 127), scale
+    scale = (rows.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(torch.float32).tiny)
+             / levels)
+    return (rows / scale).round().clamp(-levels, levels), scale
 
 
-def traced_int8_vectorized() -> bool:
-    """Whether Inductor's generated loops convert int8 to float32 with vector instructions
-    here, so that ``Int8Linear.traced_product`` pays: with AVX-512 they do; with AVX2 the
-    conversion runs one value at a time (a 512 x 2048 one-row product: 549 us against 81 us
-    through ``torch._int_mm``, measured with ``ATEN_CPU_CAPABILITY=avx2``), so there the
-    compiled step calls the library."""
-    return torch.backends.cpu.get_cpu_capability() == "AVX512"
+@functools.cache
+def int8_pairs_saturate() -> bool:
+    """Whether oneDNN's int8 product here adds pairs of byte products in 16 bits, saturating:
+    where the CPU has neither VNNI nor AMX (AVX2 only, as AMD's Zen 3; or ``ONEDNN_MAX_CPU_ISA``
+    held below them), its kernels shift the first operand to unsigned bytes and add two
+    products of up to 255 x 127 in an int16 (``vpmaddubsw``), so sums of large values of one
+    sign come out wrong by up to ~10**5 (1,024 random levels: errors of 74,000-130,000).
+    There ``Int8Linear`` quantizes its inputs to 7 bits (as FBGEMM's ``reduce_range``): a
+    pair is then at most 2 x 255 x 63 < 2**15 and every sum exact. Probed with one product
+    of levels that saturate."""
+    levels = torch.full((32, 64), 127, dtype=torch.int8)
+    return int(torch._int_mm(levels, levels.t())[0, 0]) != 64 * 127 * 127
+
+
+def packed_levels(levels: Tensor) -> Tensor:
+    """(out, in) int8 -> (out, in / 4) int32 whose word i holds, from its low byte up, the
+    levels at columns i, i + in/4, i + in/2 and i + 3in/4 (so that each quarter of an input
+    row meets one byte of every word, read in order)."""
+    quarters = levels.view(levels.size(0), 4, -1).to(torch.int32) & 255
+    return (quarters[:, 0] | quarters[:, 1] << 8 | quarters[:, 2] << 16
+            | quarters[:, 3] << 24).contiguous()
 
 
 def quantize_int8(model: M) -> M:
