@@ -390,10 +390,13 @@ class Int8Linear(nn.Module):
         assert self.weight_packed is not None
         quantized, row_scale = quantized_rows(x.reshape(-1, self.in_features),
                                               self.input_levels)
-        quarters = quantized.view(quantized.size(0), 4, -1)
-        sums = sum(quarters[:, j].unsqueeze(-2)
-                   * ((self.weight_packed << (24 - 8 * j)) >> 24).float() for j in range(4))
-        return self._scaled(cast(Tensor, sums).sum(-1), row_scale, x, "none")
+        quarters = quantized.view(quantized.size(0), 4, 1, -1)
+        words = self.weight_packed
+        sums = (quarters[:, 0] * ((words << 24) >> 24).float()
+                + quarters[:, 1] * ((words << 16) >> 24).float()
+                + quarters[:, 2] * ((words << 8) >> 24).float()
+                + quarters[:, 3] * (words >> 24).float())
+        return self._scaled(sums.sum(-1), row_scale, x, "none")
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
