@@ -5,8 +5,9 @@
 translated alone. The same server runs in two modes, alternating, ``--rounds`` times each:
 dynamic batching (the defaults) and one request per decoding round (``--batch-tokens 1
 --max-wait-ms 0``, as a server that decodes behind a lock). Then a long run of
-``--long`` requests measures the server's resident memory after the first 100 and at the end.
-Run by hand (bounded in count and time):
+``--long`` requests measures the server's resident memory after the first 100, after every
+1,000 and at the end (``--memory-only``: that run alone). Run by hand (bounded in count and
+time):
 
     .venv/bin/python benchmarks/serve_load.py --checkpoint runs/demo/averaged \\
         --sentences ../shared/data/bible-en-es/dev.en
@@ -63,10 +64,16 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20, help="per client")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--long", type=int, default=5000)
+    parser.add_argument("--memory-only", action="store_true",
+                        help="only the long run's resident memory")
     args = parser.parse_args()
     lines = [x.strip() for x in Path(args.sentences).read_text().splitlines() if x.strip()]
     sentences = lines[: args.clients * args.requests]
 
+    if args.memory_only:
+        from machine import header
+        print(header())
+        return memory(args, sentences)
     from aiayn.serve.text import join_sentences, split_sentences
     from aiayn.translate import load as load_translator
     translator = load_translator(args.checkpoint)
@@ -100,20 +107,28 @@ def main() -> None:
     ratio = statistics.median(rates["dynamic batching"]) / statistics.median(
         rates["one request at a time"])
     print(f"\ndynamic batching / one at a time: {ratio:.2f}x")
+    memory(args, sentences)
 
+
+def memory(args: argparse.Namespace, sentences: list[str]) -> None:
+    """The long run: the server's resident memory after 100 requests, every 1,000 and the
+    last."""
     server = Server(Path(args.checkpoint), "--queue-size", "1024")
     try:
         pool = (sentences * (args.long // len(sentences) + 1))[: args.long]
-        load(server.url, pool[:100], args.clients)
-        first = rss_mib(server.proc.pid)
-        load(server.url, pool[100:], args.clients)
-        last = rss_mib(server.proc.pid)
+        marks = [100, *range(1000, args.long, 1000), args.long]
+        rss, done = [], 0
+        for mark in marks:
+            load(server.url, pool[done:mark], args.clients)
+            rss.append(rss_mib(server.proc.pid))
+            done = mark
         metrics = urllib.request.urlopen(server.url + "/metrics").read().decode()
     finally:
         server.stop()
     served = [x for x in metrics.splitlines() if x.startswith("aiayn_requests_total")]
-    print(f"\nresident memory after 100 requests: {first:.0f} MiB; after {args.long}: "
-          f"{last:.0f} MiB ({(last / first - 1) * 100:+.1f}%)")
+    print("\nresident memory (MiB) after " + ", ".join(
+        f"{mark}: {value:.0f}" for mark, value in zip(marks, rss))
+          + f" ({(rss[-1] / rss[0] - 1) * 100:+.1f}% after the first 100)")
     print("requests counted by /metrics: " + "; ".join(served))
 
 

@@ -1,0 +1,102 @@
+"""How often two good aligners project a tag onto the same words: the yardstick for the tag
+agreement that ``markup.py`` measures.
+
+    python benchmarks/markup_aligners.py --checkpoint RUN --corpus DIR --src en --tgt es
+
+The same tagged dev sentences as ``markup.py`` (seed 0, <code> spans left out of the count)
+are translated whole with tags placed by the model's alignments; then eflomal is trained three
+times on the training pairs plus these translations: twice with its defaults (its sampler
+starts anew each run) and once with its IBM-2-like model (``model=2``). For every pair of
+aligners, and for the tags as placed, the share of tags whose projected words (the hull of the
+target words linked to the tag's source words) are exactly the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import tempfile
+from pathlib import Path
+
+from alignment import _read
+from machine import header
+from markup import placed, read, tag
+
+from aiayn.inspect import grow_diag_final_and
+
+
+def eflomal_runs(sources: list[str], targets: list[str], train_src: list[str],
+                 train_tgt: list[str], **options) -> list[set[tuple[int, int]]]:
+    """eflomal's symmetrized links of each pair, trained with ``options``."""
+    import eflomal
+    src = [" ".join(s.lower().split()) or "_" for s in train_src + sources]
+    tgt = [" ".join(t.lower().split()) or "_" for t in train_tgt + targets]
+    with tempfile.TemporaryDirectory() as tmp:
+        fwd, rev = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
+        eflomal.Aligner(**options).align([s + "\n" for s in src], [t + "\n" for t in tgt],
+                                         links_filename_fwd=fwd, links_filename_rev=rev)
+        forward, backward = _read(fwd), _read(rev)
+    n = len(train_src)
+    return [grow_diag_final_and(f, b) for f, b in zip(forward[n:], backward[n:])]
+
+
+def hull(pairs: set[tuple[int, int]], words: list[int]) -> list[int]:
+    linked = sorted({j for i, j in pairs if i in words})
+    return list(range(linked[0], linked[-1] + 1)) if linked else []
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--corpus", required=True, type=Path)
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--sentences", type=int, default=300)
+    args = p.parse_args()
+
+    import aiayn
+    print(header(), flush=True)
+    translator = aiayn.load(args.checkpoint)
+    src = read(args.corpus / f"dev.{args.src}.gz")
+    ref = read(args.corpus / f"dev.{args.tgt}.gz")
+    rng = random.Random(0)
+    picked = [k for k in range(len(src)) if 3 <= len(src[k].split()) <= 60][:args.sentences]
+    tagged, covered, code, number = [], [], set(), 0
+    for k in picked:  # as markup.py tags them
+        ref_words = set(ref[k].split())
+        verbatim = {i for i, w in enumerate(src[k].split()) if w in ref_words}
+        text, tags, kept = tag(src[k], rng, number, verbatim)
+        number += len(tags)
+        tagged.append(text)
+        covered.append(tags)
+        code |= kept
+    outputs = [placed(o) for o in translator.translate_markup(tagged)]
+    stripped = [" ".join(src[k].split()) for k in picked]
+    targets = [text for text, _, _ in outputs]
+    train_src = read(args.corpus / f"train.{args.src}.gz")
+    train_tgt = read(args.corpus / f"train.{args.tgt}.gz")
+    runs = {"eflomal": eflomal_runs(stripped, targets, train_src, train_tgt),
+            "eflomal again": eflomal_runs(stripped, targets, train_src, train_tgt),
+            "eflomal model 2": eflomal_runs(stripped, targets, train_src, train_tgt, model=2)}
+    names = ["tags as placed", *runs]
+    same = dict.fromkeys(itertools.combinations(names, 2), 0)
+    total = 0
+    for k, ((_, tags, _), spans) in enumerate(zip(outputs, covered)):
+        for n, words in spans.items():
+            if n in code:
+                continue
+            total += 1
+            hulls = {"tags as placed": tags.get(n, []),
+                     **{name: hull(links[k], words) for name, links in runs.items()}}
+            for a, b in same:
+                same[a, b] += hulls[a] == hulls[b]
+    print(f"{args.checkpoint}: {len(picked)} dev sentences, {total} <b> and <a> tags")
+    print("| projections | the same words |\n|---|---:|")
+    for (a, b), count in same.items():
+        print(f"| {a} / {b} | {100 * count / max(1, total):.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
