@@ -8,7 +8,8 @@ are translated whole with tags placed by the model's alignments; then eflomal is
 times on the training pairs plus these translations: twice with its defaults (its sampler
 starts anew each run) and once with its IBM-2-like model (``model=2``). For every pair of
 aligners, and for the tags as placed, the share of tags whose projected words (the hull of the
-target words linked to the tag's source words) are exactly the same.
+target words linked to the tag's source words) are exactly the same; then how the placed tags
+that differ from the first eflomal run's projection differ.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import itertools
 import os
 import random
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from alignment import _read
@@ -45,6 +47,19 @@ def eflomal_runs(sources: list[str], targets: list[str], train_src: list[str],
 def hull(pairs: set[tuple[int, int]], words: list[int]) -> list[int]:
     linked = sorted({j for i, j in pairs if i in words})
     return list(range(linked[0], linked[-1] + 1)) if linked else []
+
+
+def difference(mine: list[int], theirs: list[int]) -> str:
+    """How a placed tag's words differ from a projection's (both not equal)."""
+    if not theirs:
+        return "eflomal links the tag's words to nothing"
+    if not mine:
+        return "placed on no word"
+    if set(mine) < set(theirs):
+        return "narrower"
+    if set(theirs) < set(mine):
+        return "wider"
+    return "overlapping, neither inside" if set(mine) & set(theirs) else "disjoint"
 
 
 def main() -> None:
@@ -82,7 +97,7 @@ def main() -> None:
             "eflomal model 2": eflomal_runs(stripped, targets, train_src, train_tgt, model=2)}
     names = ["tags as placed", *runs]
     same = dict.fromkeys(itertools.combinations(names, 2), 0)
-    total = 0
+    total, kinds = 0, Counter()
     for k, ((_, tags, _), spans) in enumerate(zip(outputs, covered)):
         for n, words in spans.items():
             if n in code:
@@ -92,10 +107,14 @@ def main() -> None:
                      **{name: hull(links[k], words) for name, links in runs.items()}}
             for a, b in same:
                 same[a, b] += hulls[a] == hulls[b]
+            if hulls["tags as placed"] != hulls["eflomal"]:
+                kinds[difference(hulls["tags as placed"], hulls["eflomal"])] += 1
     print(f"{args.checkpoint}: {len(picked)} dev sentences, {total} <b> and <a> tags")
     print("| projections | the same words |\n|---|---:|")
     for (a, b), count in same.items():
         print(f"| {a} / {b} | {100 * count / max(1, total):.1f}% |")
+    print("\nplaced tags that differ from eflomal's projection, by how (share of all tags): "
+          + "; ".join(f"{kind} {100 * n / max(1, total):.1f}%" for kind, n in kinds.most_common()))
 
 
 if __name__ == "__main__":
