@@ -79,6 +79,26 @@ def tag(sentence: str, rng: random.Random, first: int, verbatim: set[int] | None
     return " ".join(out), covered, code
 
 
+def tagged_sample(src: list[str], ref: list[str], sentences: int, first: int = 0,
+                  code_anywhere: bool = False
+                  ) -> tuple[list[int], list[str], list[dict[int, list[int]]], set[int]]:
+    """The benchmark's sample (seed 0): the dev sentences picked, each with spans wrapped,
+    each tag's number -> its source words, and the numbers of the <code> tags."""
+    rng = random.Random(0)
+    picked = [k for k in range(first, len(src)) if 3 <= len(src[k].split()) <= 60][:sentences]
+    tagged, covered, code, number = [], [], set(), 0
+    for k in picked:
+        ref_words = set(ref[k].split())
+        verbatim = (None if code_anywhere else
+                    {i for i, w in enumerate(src[k].split()) if w in ref_words})
+        text, tags, kept = tag(src[k], rng, number, verbatim)
+        number += len(tags)
+        tagged.append(text)
+        covered.append(tags)
+        code |= kept
+    return picked, tagged, covered, code
+
+
 def placed(output: str) -> tuple[str, dict[int, list[int]], bool]:
     """An output's text with the tags stripped, each numbered tag's word indices in it, and
     whether its tags are well-formed."""
@@ -161,19 +181,9 @@ def main() -> None:
     translator = aiayn.load(args.checkpoint)
     src = read(args.corpus / f"dev.{args.src}.gz")
     ref = read(args.corpus / f"dev.{args.tgt}.gz")
-    rng = random.Random(0)
-    picked = [k for k in range(args.first, len(src))
-              if 3 <= len(src[k].split()) <= 60][:args.sentences]
-    tagged, covered, code, number = [], [], set(), 0
-    for k in picked:
-        ref_words = set(ref[k].split())
-        verbatim = (None if args.code_anywhere else
-                    {i for i, w in enumerate(src[k].split()) if w in ref_words})
-        text, tags, kept = tag(src[k], rng, number, verbatim)
-        number += len(tags)
-        tagged.append(text)
-        covered.append(tags)
-        code |= kept
+    picked, tagged, covered, code = tagged_sample(src, ref, args.sentences, args.first,
+                                                  args.code_anywhere)
+    number = sum(len(tags) for tags in covered)
     stripped = [" ".join(src[k].split()) for k in picked]
     refs = [ref[k] for k in picked]
     where = "on any words" if args.code_anywhere else "on words the reference keeps as they are"

@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import random
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 from alignment import _read
 from machine import header
-from markup import placed, read, tag
+from markup import placed, read, tagged_sample
 
 from aiayn.inspect import grow_diag_final_and
 
@@ -76,17 +75,7 @@ def main() -> None:
     translator = aiayn.load(args.checkpoint)
     src = read(args.corpus / f"dev.{args.src}.gz")
     ref = read(args.corpus / f"dev.{args.tgt}.gz")
-    rng = random.Random(0)
-    picked = [k for k in range(len(src)) if 3 <= len(src[k].split()) <= 60][:args.sentences]
-    tagged, covered, code, number = [], [], set(), 0
-    for k in picked:  # as markup.py tags them
-        ref_words = set(ref[k].split())
-        verbatim = {i for i, w in enumerate(src[k].split()) if w in ref_words}
-        text, tags, kept = tag(src[k], rng, number, verbatim)
-        number += len(tags)
-        tagged.append(text)
-        covered.append(tags)
-        code |= kept
+    picked, tagged, covered, code = tagged_sample(src, ref, args.sentences)
     outputs = [placed(o) for o in translator.translate_markup(tagged)]
     stripped = [" ".join(src[k].split()) for k in picked]
     targets = [text for text, _, _ in outputs]
