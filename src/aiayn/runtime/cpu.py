@@ -419,7 +419,8 @@ def int8_pairs_saturate() -> bool:
     where the CPU has neither VNNI nor AMX (AVX2 only, as AMD's Zen 3; or ``ONEDNN_MAX_CPU_ISA``
     held below them), its kernels shift the first operand to unsigned bytes and add two
     products of up to 255 x 127 in an int16 (``vpmaddubsw``), so sums of large values of one
-    sign come out wrong by up to ~10**5 (1,024 random levels: errors of 74,000-130,000).
+    sign come out wrong by up to ~10**5 (random levels over 256-512 features: errors of
+    74,000-130,000).
     There ``Int8Linear`` quantizes its inputs to 7 bits (as FBGEMM's ``reduce_range``): a
     pair is then at most 2 x 255 x 63 < 2**15 and every sum exact. Probed with one product
     of levels that saturate."""
