@@ -5,8 +5,9 @@ Dev sentences from ``--first`` on (outside the markup benchmark's sample, so tha
 made here is not fitted to it) are translated; each translation's cross-attention is read as
 word-level maps (the alignment head where the model has one, and every layer and head
 averaged), and each map as links in several ways: one direction's argmax, both joined by
-grow-diag-final-and, their intersection first, thresholds. Three random spans of one to three
-source words per sentence (seed 1) give the hull agreement.
+grow-diag-final-and, their intersection first, with source words that no target word gives a
+least weight left unaligned (the alignment head's reading, ``HEAD_MIN_WEIGHT``), thresholds.
+Three random spans of one to three source words per sentence (seed 1) give the hull agreement.
 
     python benchmarks/alignment_extraction.py --checkpoint RUN --corpus DIR --src en \
         --tgt es [--first 500] [--sentences 200]
@@ -24,7 +25,7 @@ from machine import header
 
 import aiayn
 from aiayn.data.tokenizer import word_starts
-from aiayn.inspect import attention_maps, grow_diag_final_and
+from aiayn.inspect import HEAD_MIN_WEIGHT, attention_maps, grow_diag_final_and
 
 
 def read(path: str) -> list[str]:
@@ -57,10 +58,17 @@ def readings(m: torch.Tensor) -> dict[str, set[tuple[int, int]]]:
     joined = grow_diag_final_and(forward, backward)
     sure = forward & backward
     have = {i for i, _ in sure}
+    first = sure | {(i, j) for i, j in joined if i not in have}
     out = {"target->source argmax": forward, "both directions, intersection": sure,
-           "grow-diag-final-and": joined,
-           "grow-diag-final-and, intersection first (what tags use)":
-               sure | {(i, j) for i, j in joined if i not in have}}
+           "grow-diag-final-and": joined, "grow-diag-final-and, intersection first": first}
+    strongest = m.amax(0)  # each source word's largest weight from one target word
+    for least in (0.1, 0.2, 0.3):
+        what = " (what --alignments gives)" if least == HEAD_MIN_WEIGHT else ""
+        out[f"grow-diag-final-and, source words under {least} unaligned{what}"] = \
+            {(i, j) for i, j in joined if strongest[i] >= least}
+        what = " (what tags use)" if least == HEAD_MIN_WEIGHT else ""
+        out[f"grow-diag-final-and, intersection first, source words under {least} "
+            f"unaligned{what}"] = {(i, j) for i, j in first if strongest[i] >= least}
     for t in (0.2, 0.3, 0.4, 0.5):
         out[f"weight > {t}"] = {(i, j) for j in range(n_tgt) for i in range(n_src)
                                 if m[j, i] > t}

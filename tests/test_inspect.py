@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from aiayn.cli import main
-from aiayn.inspect import grow_diag_final_and, word_alignments, word_starts, write_html
+from aiayn.config import ModelConfig
+from aiayn.inspect import (
+    AttentionMaps,
+    grow_diag_final_and,
+    model_alignments,
+    word_alignments,
+    word_starts,
+    write_html,
+)
 from aiayn.translate import load
 
 
@@ -81,6 +89,23 @@ def test_alignments_are_valid_word_indices(maps):
     n_tgt = max(word_starts(maps.tgt_tokens[1:])) + 1
     assert n_tgt == 3 and n_src == 3 and links
     assert all(0 <= i < n_src and 0 <= j < n_tgt for i, j in links)
+
+
+def test_source_words_without_enough_attention_stay_unaligned():
+    # "he will go" -> "irá ." : both target rows look at "go"; "will" and "he" get at most 0.15
+    src = ["\u2581he", "\u2581will", "\u2581go", "</s>"]
+    tgt = ["<s>", "\u2581ir", "á", "\u2581."]  # "irá" is two pieces, averaged
+    head = torch.tensor([[0.10, 0.15, 0.70, 0.05],
+                         [0.10, 0.05, 0.80, 0.05],
+                         [0.25, 0.05, 0.10, 0.60]])
+    maps = AttentionMaps(src, tgt, [], [], [head[None]])
+    every = word_alignments(maps, 0, head=0)
+    assert (1, 0) in every  # "will" -> "irá", its best target, read backwards
+    assert word_alignments(maps, 0, head=0, min_weight=0.2) == [
+        (i, j) for i, j in every if i != 1]  # "he" keeps its 0.25 from "."
+    cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=1,
+                      n_decoder_layers=1, d_ff=8, alignment_layer=0)
+    assert model_alignments(maps, cfg) == word_alignments(maps, 0, head=0, min_weight=0.2)
 
 
 def test_grow_diag_final_and_symmetrizes_two_directions():

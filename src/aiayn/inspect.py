@@ -66,7 +66,7 @@ def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> 
 
 # ------------------------------------------------------------------------ alignments
 def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int | None = None,
-                    sure_first: bool = False) -> list[tuple[int, int]]:
+                    sure_first: bool = False, min_weight: float = 0.0) -> list[tuple[int, int]]:
     """Source-target word alignments from cross-attention, as (source word, target word) pairs.
 
     The weights of every decoder layer averaged (or of ``layer``), and over heads; the attention
@@ -82,6 +82,11 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
 
     ``sure_first``: a source word with links found in both directions keeps only those (what
     inline tags are placed by: the hull of a tag's target words is then tighter).
+
+    ``min_weight``: a source word keeps its links only if some target word puts at least this
+    much of its attention on it (a target word's weights averaged over its pieces); the others
+    are left unaligned, as a statistical aligner leaves words with no counterpart ("will" of
+    "will go" -> "irá").
     """
     stack = torch.stack(maps.cross) if layer is None else maps.cross[layer][None]  # (L, H, T, S)
     if head is not None:
@@ -93,7 +98,10 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     if n_src == 0 or n_tgt == 0:
         return []
     merged = torch.zeros(n_tgt, n_src)
+    pieces = torch.zeros(n_tgt, 1)
     for t, tw in enumerate(tgt_words):
+        if tw >= 0:
+            pieces[tw] += 1
         for s, sw in enumerate(src_words):
             if tw >= 0 and sw >= 0:
                 merged[tw, sw] += weights[t, s]
@@ -104,15 +112,25 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
         sure = forward & backward
         have = {i for i, _ in sure}
         links = sure | {(i, j) for i, j in links if i not in have}
+    if min_weight > 0:
+        strongest = (merged / pieces.clamp_min(1)).amax(0)  # (n_src,)
+        links = {(i, j) for i, j in links if strongest[i] >= min_weight}
     return sorted(links)
+
+
+HEAD_MIN_WEIGHT = 0.2  # an alignment head's least weight on a source word that keeps links
 
 
 def model_alignments(maps: AttentionMaps, cfg: ModelConfig, *, sure_first: bool = False
                      ) -> list[tuple[int, int]]:
     """``word_alignments`` as the model gives them best: from its alignment head where it was
-    trained with guided alignment (``cfg.alignment_layer``), else every layer and head."""
+    trained with guided alignment (``cfg.alignment_layer``), source words that no target word
+    gives ``HEAD_MIN_WEIGHT`` of its attention left unaligned; else every layer and head."""
     layer = cfg.alignment_layer
-    return word_alignments(maps, layer, head=None if layer is None else 0, sure_first=sure_first)
+    if layer is None:
+        return word_alignments(maps, sure_first=sure_first)
+    return word_alignments(maps, layer, head=0, sure_first=sure_first,
+                           min_weight=HEAD_MIN_WEIGHT)
 
 
 def grow_diag_final_and(forward: set[tuple[int, int]], backward: set[tuple[int, int]]
