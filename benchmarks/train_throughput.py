@@ -209,13 +209,14 @@ def worker(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     step = (aiayn_worker(shape, args.precision) if args.worker == "aiayn"
             else peer_worker(args.worker, shape, args.precision))
-    times = []
+    times, cpu = [], 0.0
     for i, batch in enumerate(batches):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         step(batch)
         if i >= args.warmup:
             times.append(time.perf_counter() - start)
-    print(json.dumps({"seconds": times, "threads": torch.get_num_threads(),
+            cpu += time.process_time() - start_cpu
+    print(json.dumps({"seconds": times, "cpu_seconds": cpu, "threads": torch.get_num_threads(),
                       "aiayn_loaded": "aiayn" in sys.modules}))
 
 
@@ -308,6 +309,7 @@ def main() -> None:
                         "malloc": [(cpu.M_MMAP_THRESHOLD, cpu.MMAP_THRESHOLD),
                                    (cpu.M_TRIM_THRESHOLD, cpu.TRIM_THRESHOLD)]}
     rates = {(row, s): [] for row in rows for s in args.systems}
+    busy = {(row, s): [] for row in rows for s in args.systems}
     peaks = {p: [] for p in args.precisions}
     for r in range(args.rounds):
         for precision in args.precisions:
@@ -324,16 +326,19 @@ def main() -> None:
                     sys.exit(f"worker {system} loaded aiayn: {out['aiayn_loaded']}")
                 rate = tokens / sum(out["seconds"])
                 rates[(size, precision), system].append(rate)
+                cores = out["cpu_seconds"] / sum(out["seconds"])
+                busy[(size, precision), system].append(cores)
                 print(f"round {r + 1} {size} {precision} {system}: {rate:,.0f} tgt tok/s "
-                      f"({out['threads']} threads; median step "
+                      f"({out['threads']} threads, {cores:.2f} CPU s per wall s; median step "
                       f"{statistics.median(out['seconds']):.3f} s)", flush=True)
     peak = {p: statistics.median(v) for p, v in peaks.items()}
     print("ceilings (one 2048^3 product, per round): " + "; ".join(
         f"{p} " + ", ".join(f"{g:.0f}" for g in v) + " GFLOP/s" for p, v in peaks.items()))
     print("\n| size | precision | " + " | ".join(f"{s} tgt tok/s" for s in args.systems)
           + " | aiayn / best peer (per round) | "
-          + " | ".join(f"{s} % of ceiling" for s in args.systems) + " |")
-    print("|---|---|" + "---:|" * (2 * len(args.systems) + 1))
+          + " | ".join(f"{s} % of ceiling" for s in args.systems)
+          + " | " + " | ".join(f"{s} CPU s / wall s" for s in args.systems) + " |")
+    print("|---|---|" + "---:|" * (3 * len(args.systems) + 1))
     for size, precision in rows:
         flops = sum(matmul_flops(shapes[size], b.src.shape, b.tgt_in.shape) for b in timed)
         med = {s: statistics.median(rates[(size, precision), s]) for s in args.systems}
@@ -347,8 +352,10 @@ def main() -> None:
                      f"({min(per_round):.2f}-{max(per_round):.2f})")
         shares = " | ".join(f"{100 * flops * med[s] / tokens / 1e9 / peak[precision]:.0f}%"
                             for s in args.systems)
+        cores = " | ".join(f"{statistics.median(busy[(size, precision), s]):.2f}"
+                           for s in args.systems)
         print(f"| {size} | {precision} | " + " | ".join(f"{med[s]:,.0f}" for s in args.systems)
-              + f" | {ratio} | {shares} |", flush=True)
+              + f" | {ratio} | {shares} | {cores} |", flush=True)
 
 
 if __name__ == "__main__":
