@@ -163,6 +163,49 @@ def test_xliff_units(toy_model, translator, tmp_path):
     assert inline.isfuzzy()
 
 
+XLIFF2 = f"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0" srcLang="en">
+  <file id="f1">
+    <unit id="1"><segment><source>{SENTENCES[0]}</source></segment></unit>
+    <unit id="2"><segment><source>{SENTENCES[1]}</source><target>KEPT</target></segment></unit>
+    <unit id="3" translate="no"><segment><source>{SENTENCES[2]}</source></segment></unit>
+    <unit id="4"><segment><source>alpha <pc id="1">beta gamma</pc> delta<ph id="2"/></source>\
+</segment></unit>
+    <unit id="5"><segment><source>{SENTENCES[3]}</source></segment>
+      <segment><source>{SENTENCES[4]}</source></segment></unit>
+  </file>
+</xliff>
+"""
+
+
+def test_xliff2_segments(toy_model, translator, tmp_path):
+    from translate.storage import xliff2
+    path = tmp_path / "in.xliff"
+    path.write_text(XLIFF2, encoding="utf-8")
+    out = xliff2.Xliff2File.parsestring(run(toy_model, path, tmp_path / "out.xliff"))
+    first, kept, no, inline, *segments = out.units
+    assert str(first.target) == translator.translate([SENTENCES[0]])[0]
+    assert first.xmlelement.get("state") == "initial"  # left for review
+    assert str(kept.target) == "KEPT" and kept.xmlelement.get("state") is None
+    assert not no.target
+    target = inline.xmlelement.find(inline.namespaced("target"))
+    assert [(e.tag.split("}")[1], dict(e.attrib)) for e in target.iter() if e is not target] \
+        == [("pc", {"id": "1"}), ("ph", {"id": "2"})]
+    assert " ".join("".join(target.itertext()).split()) \
+        == translator.translate(["alpha beta gamma delta"])[0]
+    assert [str(u.target) for u in segments] == translator.translate(SENTENCES[3:5])
+    assert out.gettargetlanguage() == translator.languages["target"]
+
+
+def test_xliff_of_another_version_is_one_line(toy_model, tmp_path, capsys):
+    path = tmp_path / "in.xlf"
+    path.write_text(XLIFF2.replace('version="2.0"', 'version="3.0"'), encoding="utf-8")
+    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
+                   str(path), "-o", str(tmp_path / "out.xlf")],
+          "XLIFF version 3.0 is not read; give XLIFF 1.2 or 2.0")
+    assert not (tmp_path / "out.xlf").exists()
+
+
 @pytest.mark.parametrize("name,content,message", [
     ("in.pdf", b"%PDF", "files of type .pdf are not translated"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),

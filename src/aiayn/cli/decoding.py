@@ -48,8 +48,8 @@ def add_translate_evaluate(sub) -> None:
     p.add_argument("--file", metavar="IN",
                    help="translate a whole file into -o OUT, in its own format: .txt, .html, "
                         ".xml, .srt, .po/.pot (new translations marked fuzzy), .docx "
-                        "and .odt (formatting kept), .xlf/.xliff; extra documents for all "
-                        "but text and markup")
+                        "and .odt (formatting kept), .xlf/.xliff (1.2, 2.0); extra documents "
+                        "for all but text and markup")
     p.add_argument("--overwrite", action="store_true",
                    help="with --file on a gettext catalog: translate entries that already "
                         "have a translation too")

@@ -1,10 +1,11 @@
-"""XLIFF 1.2 files (translate-toolkit): each translatable unit without a target gets its
-source's translation, left unapproved for review (XLIFF's fuzzy); units with a target are kept
-unless ``overwrite``, and ``translate="no"`` units are left alone. The target language is set
-from the checkpoint's pair when the file names none. A source with inline elements (<g>, <x/>,
-<bx/>, <ex/>, <ph>, <mrk>, ...) goes through the markup path: the sentence is translated whole
-and each element is placed around (or, empty, at) the target words aligned to its own, so the
-target carries the source's elements."""
+"""XLIFF files, 1.2 and 2.0 (translate-toolkit): each translatable unit (in 2.0, each segment)
+without a target gets its source's translation, left for review (1.2's fuzzy, 2.0's state
+"initial"); units with a target are kept unless ``overwrite``, and ``translate="no"`` units are
+left alone. The target language is set from the checkpoint's pair when the file names none. A
+source with inline elements (1.2's <g>, <x/>, <bx/>, <ex/>, <ph>, <mrk>; 2.0's <pc>, <ph/>,
+<sc/>, <ec/>, <mrk>) goes through the markup path: the sentence is translated whole and each
+element is placed around (or, empty, at) the target words aligned to its own, so the target
+carries the source's elements."""
 
 from __future__ import annotations
 
@@ -17,7 +18,18 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     from lxml import etree
     from translate.storage import xliff
     try:
-        store = xliff.xlifffile.parsestring(data)
+        version = _version(data)
+        if version.startswith("2"):
+            require("translate.storage.xliff2", "XLIFF 2 files (translate-toolkit 3.16 or "
+                    "newer)", "documents")
+            from translate.storage import xliff2
+            store = xliff2.Xliff2File.parsestring(data)
+        elif version.startswith("1") or not version:
+            store = xliff.xlifffile.parsestring(data)
+        else:
+            raise UserError(f"XLIFF version {version} is not read; give XLIFF 1.2 or 2.0")
+    except UserError:
+        raise
     except Exception as err:  # translate-toolkit raises lxml's and its own errors alike
         raise UserError(f"not an XLIFF file: {err}") from None
     units = [u for u in store.units if not u.isheader() and u.istranslatable()
@@ -45,3 +57,17 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
 def _source(unit):
     """A unit's <source> element."""
     return unit.xmlelement.find(unit.namespaced("source"))
+
+
+def _version(data: bytes) -> str:
+    """The XLIFF version the root element names (its ``version``, else its namespace's)."""
+    from lxml import etree
+    parser = etree.XMLPullParser(events=("start",), resolve_entities=False, no_network=True)
+    parser.feed(data[:65536])
+    for _, root in parser.read_events():
+        version = root.get("version") or ""
+        namespace = etree.QName(root).namespace or ""
+        if not version and namespace.startswith("urn:oasis:names:tc:xliff:document:"):
+            version = namespace.rsplit(":", 1)[1]
+        return version
+    return ""
