@@ -249,6 +249,7 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
 
     from tests.serve.server import Server
     files = {"in.po": catalog(tmp_path).read_bytes(), "in.xlf": XLIFF.encode(),
+             "in.xliff": XLIFF2.encode(),
              "in.txt": f"{SENTENCES[0]}\n\n{SENTENCES[1]}\n".encode(),
              "in.srt": f"1\n00:00:01,000 --> 00:00:02,000\n{SENTENCES[2]}\n".encode(),
              "in.html": f"<p>{SENTENCES[3]} <b>{SENTENCES[4]}</b></p>".encode()}
