@@ -207,6 +207,28 @@ def test_xliff_of_another_version_is_one_line(toy_model, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name,content,message", [
+    ("in.xlf", XLIFF.replace('source-language="en"', 'source-language="en" '
+                             'target-language="fr-CA"'),
+     "the XLIFF file names fr-CA as its target language; this model translates en to es"),
+    ("in.xliff", XLIFF2.replace('srcLang="en"', 'srcLang="de"'),
+     "the XLIFF file names de as its source language"),
+    ("in.po", 'msgid ""\nmsgstr ""\n"Language: de_DE\\n"\n\nmsgid "alpha"\nmsgstr ""\n',
+     "the catalog's Language header names de_DE as its target language"),
+])
+def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys, name,
+                                                      content, message):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    out = tmp_path / f"out{path.suffix}"
+    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
+                   str(path), "-o", str(out)], message)
+    assert not out.exists()
+    path.write_text(content.replace("fr-CA", "es-MX").replace('"de"', '"en"')
+                    .replace("de_DE", "es_ES"), encoding="utf-8")
+    run(toy_model, path, out)  # the model's own pair, with a region: translated
+
+
+@pytest.mark.parametrize("name,content,message", [
     ("in.pdf", b"%PDF", "files of type .pdf are not translated"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),
     ("in.po", b'msgid "a"\nmsgstr "b"\nmsgid', "not a gettext catalog"),

@@ -41,6 +41,20 @@ class Job:
         return self.translator.translate_markup(documents, fmt, self.options,
                                                 glossary=self.glossary)
 
+    def check_languages(self, what: str, source: str | None = None,
+                        target: str | None = None) -> None:
+        """A UserError when the file names a source or target language (``de``, ``de_DE``,
+        ``de-AT``) other than the model's pair, which would fill it with another language."""
+        pair = self.translator.languages
+        if not pair:
+            return
+        for side, named in (("source", source), ("target", target)):
+            code = (named or "").strip().replace("_", "-").split("-")[0].lower()
+            if code and code != pair[side].lower():
+                raise UserError(f"{what} names {named} as its {side} language; this model "
+                                f"translates {pair['source']} to {pair['target']}; give a "
+                                f"model of the file's pair")
+
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
     from . import gettext, subtitles, text, word, writer, xliff

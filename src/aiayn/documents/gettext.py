@@ -24,6 +24,7 @@ def translate_po(data: bytes, job: Job) -> bytes:
         catalog = polib.pofile(text, wrapwidth=78)
     except (OSError, ValueError) as err:
         raise UserError(f"not a gettext catalog: {err}") from None
+    job.check_languages("the catalog's Language header", target=catalog.metadata.get("Language"))
     match = re.search(r"nplurals\s*=\s*(\d+)", catalog.metadata.get("Plural-Forms", ""))
     nplurals = int(match.group(1)) if match else 2
     todo = []

@@ -32,6 +32,12 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
         raise
     except Exception as err:  # translate-toolkit raises lxml's and its own errors alike
         raise UserError(f"not an XLIFF file: {err}") from None
+    root = store.document.getroot()
+    named = ({"source": root.get("srcLang"), "target": root.get("trgLang")}
+             if root.get("version", "").startswith("2") else
+             {"source": _attribute(store, "source-language"),
+              "target": _attribute(store, "target-language")})
+    job.check_languages("the XLIFF file", **named)
     units = [u for u in store.units if not u.isheader() and u.istranslatable()
              and str(u.source or "").strip()]
     todo = [u for u in units if job.overwrite or not str(u.target or "").strip()]
@@ -52,6 +58,12 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     if languages and not store.gettargetlanguage():
         store.settargetlanguage(languages["target"])
     return bytes(store)
+
+
+def _attribute(store, name: str) -> str | None:
+    """An attribute of an XLIFF 1.2 file's first <file> element."""
+    first = next(store.document.getroot().iterchildren(store.namespaced("file")), None)
+    return None if first is None else first.get(name)
 
 
 def _source(unit):
