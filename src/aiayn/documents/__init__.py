@@ -48,9 +48,10 @@ class Job:
         pair = self.translator.languages
         if not pair:
             return
+        def primary(code: str) -> str:  # pt_BR, pt-BR -> pt
+            return code.strip().replace("_", "-").split("-")[0].lower()
         for side, named in (("source", source), ("target", target)):
-            code = (named or "").strip().replace("_", "-").split("-")[0].lower()
-            if code and code != pair[side].lower():
+            if named and primary(named) and primary(named) != primary(pair[side]):
                 raise UserError(f"{what} names {named} as its {side} language; this model "
                                 f"translates {pair['source']} to {pair['target']}; give a "
                                 f"model of the file's pair")
