@@ -212,6 +212,8 @@ def test_xliff_of_another_version_is_one_line(toy_model, tmp_path, capsys):
      "the XLIFF file names fr-CA as its target language; this model translates en to es"),
     ("in.xliff", XLIFF2.replace('srcLang="en"', 'srcLang="de"'),
      "the XLIFF file names de as its source language"),
+    ("in.xliff", XLIFF2.replace('version="2.0" ', "").replace('srcLang="en"', 'srcLang="de"'),
+     "the XLIFF file names de as its source language"),  # 2.0 known by its namespace
     ("in.po", 'msgid ""\nmsgstr ""\n"Language: de_DE\\n"\n\nmsgid "alpha"\nmsgstr ""\n',
      "the catalog's Language header names de_DE as its target language"),
 ])

@@ -34,7 +34,7 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
         raise UserError(f"not an XLIFF file: {err}") from None
     root = store.document.getroot()
     named = ({"source": root.get("srcLang"), "target": root.get("trgLang")}
-             if root.get("version", "").startswith("2") else
+             if version.startswith("2") else
              {"source": _attribute(store, "source-language"),
               "target": _attribute(store, "target-language")})
     job.check_languages("the XLIFF file", **named)
