@@ -14,7 +14,6 @@ batched call either way (beam 4).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import random
 import re
@@ -24,6 +23,7 @@ from pathlib import Path
 import sacrebleu
 from alignment import eflomal_links
 from machine import header
+from markup import corpus_parser
 
 from aiayn.decode.options import DecodeOptions
 from aiayn.glossary import Glossary
@@ -61,12 +61,7 @@ def pick_term(src: str, ref: str, links: set[tuple[int, int]], rng: random.Rando
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("--corpus", required=True, type=Path)
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
-    p.add_argument("--sentences", type=int, default=300)
+    p = corpus_parser(__doc__)
     args = p.parse_args()
 
     import aiayn

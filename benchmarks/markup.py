@@ -35,6 +35,18 @@ from aiayn.markup.parse import Element, Text, parse_html
 from aiayn.markup.place import words
 
 
+def corpus_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a benchmark on a shared corpus's dev sentences: the model, the corpus
+    directory and its pair, how many sentences."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--corpus", required=True, type=Path)
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--sentences", type=int, default=300)
+    return p
+
+
 def read(path: Path) -> list[str]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
@@ -163,12 +175,7 @@ def agreement(outputs, covered, links, only=None) -> tuple[int, int, int]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("--corpus", required=True, type=Path)
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
-    p.add_argument("--sentences", type=int, default=300)
+    p = corpus_parser(__doc__)
     p.add_argument("--first", type=int, default=0,
                    help="start at this dev sentence (another sample than the default's)")
     p.add_argument("--page", action="append", default=[], type=Path)

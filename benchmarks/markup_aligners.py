@@ -14,16 +14,14 @@ that differ from the first eflomal run's projection differ.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import tempfile
 from collections import Counter
-from pathlib import Path
 
 from alignment import _read
 from machine import header
-from markup import placed, read, tagged_sample
+from markup import corpus_parser, placed, read, tagged_sample
 
 from aiayn.inspect import grow_diag_final_and
 
@@ -62,12 +60,7 @@ def difference(mine: list[int], theirs: list[int]) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("--corpus", required=True, type=Path)
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
-    p.add_argument("--sentences", type=int, default=300)
+    p = corpus_parser(__doc__)
     args = p.parse_args()
 
     import aiayn

@@ -155,12 +155,16 @@ def test_xliff_units(toy_model, translator, tmp_path):
     assert str(first.target) == translator.translate([SENTENCES[0]])[0] and first.isfuzzy()
     assert str(kept.target) == "KEPT" and no.target is None
     # inline elements go through the markup path: the sentence whole, the elements kept
-    target = inline.xmlelement.find(inline.namespaced("target"))
-    assert [(e.tag.split("}")[1], dict(e.attrib)) for e in target.iter() if e is not target] \
-        == [("g", {"id": "1", "ctype": "bold"}), ("x", {"id": "2"})]
-    assert " ".join("".join(target.itertext()).split()) \
-        == translator.translate(["alpha beta gamma delta"])[0]
+    assert inline_target(inline) == (translator.translate(["alpha beta gamma delta"])[0], [
+        ("g", {"id": "1", "ctype": "bold"}), ("x", {"id": "2"})])
     assert inline.isfuzzy()
+
+
+def inline_target(unit) -> tuple[str, list[tuple[str, dict]]]:
+    """An XLIFF unit's target: its text, and its inline elements with their attributes."""
+    target = unit.xmlelement.find(unit.namespaced("target"))
+    return (" ".join("".join(target.itertext()).split()),
+            [(e.tag.split("}")[1], dict(e.attrib)) for e in target.iter() if e is not target])
 
 
 XLIFF2 = f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -188,11 +192,8 @@ def test_xliff2_segments(toy_model, translator, tmp_path):
     assert first.xmlelement.get("state") == "initial"  # left for review
     assert str(kept.target) == "KEPT" and kept.xmlelement.get("state") is None
     assert not no.target
-    target = inline.xmlelement.find(inline.namespaced("target"))
-    assert [(e.tag.split("}")[1], dict(e.attrib)) for e in target.iter() if e is not target] \
-        == [("pc", {"id": "1"}), ("ph", {"id": "2"})]
-    assert " ".join("".join(target.itertext()).split()) \
-        == translator.translate(["alpha beta gamma delta"])[0]
+    assert inline_target(inline) == (translator.translate(["alpha beta gamma delta"])[0], [
+        ("pc", {"id": "1"}), ("ph", {"id": "2"})])
     assert [str(u.target) for u in segments] == translator.translate(SENTENCES[3:5])
     assert out.gettargetlanguage() == translator.languages["target"]
 

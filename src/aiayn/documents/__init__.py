@@ -48,13 +48,16 @@ class Job:
         pair = self.translator.languages
         if not pair:
             return
-        def primary(code: str) -> str:  # pt_BR, pt-BR -> pt
-            return code.strip().replace("_", "-").split("-")[0].lower()
         for side, named in (("source", source), ("target", target)):
-            if named and primary(named) and primary(named) != primary(pair[side]):
+            if named and _primary(named) and _primary(named) != _primary(pair[side]):
                 raise UserError(f"{what} names {named} as its {side} language; this model "
                                 f"translates {pair['source']} to {pair['target']}; give a "
                                 f"model of the file's pair")
+
+
+def _primary(code: str) -> str:
+    """A language code's primary subtag: pt_BR, pt-BR -> pt."""
+    return code.strip().replace("_", "-").split("-")[0].lower()
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
