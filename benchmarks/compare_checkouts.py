@@ -108,10 +108,12 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
     # the same Adam for both checkouts: fused, as `aiayn train` builds it on the CPU
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                                  fused=True)
-    try:
-        from aiayn.runtime.cpu import reuse_freed_memory
-        reuse_freed_memory()
-    except ImportError:  # a checkout from before the allocator setting
+    try:  # the allocator as `aiayn train` sets it, where the checkout has a setting
+        from aiayn.runtime import cpu as runtime_cpu
+        train_threshold = getattr(runtime_cpu, "TRAIN_MMAP_THRESHOLD", None)
+        runtime_cpu.reuse_freed_memory(
+            **({"mmap_threshold": train_threshold} if train_threshold else {}))
+    except (ImportError, AttributeError):  # a checkout from before the allocator setting
         pass
     scaler = torch.amp.GradScaler("cuda", enabled=False)
     warm, timed = steps or STEPS[size]

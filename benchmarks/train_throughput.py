@@ -73,11 +73,11 @@ def aiayn_worker(shape: dict, precision: str):
 
     from aiayn import ModelConfig, Transformer
     from aiayn.data.corpus import Batch
-    from aiayn.runtime.cpu import cpu_attention, reuse_freed_memory
+    from aiayn.runtime.cpu import TRAIN_MMAP_THRESHOLD, cpu_attention, reuse_freed_memory
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.step import train_step
 
-    reuse_freed_memory()  # as `aiayn train` does on the CPU
+    reuse_freed_memory(mmap_threshold=TRAIN_MMAP_THRESHOLD)  # as `aiayn train` does on the CPU
     cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])
     model = cpu_attention(Transformer(cfg).train())  # as `aiayn train` builds it on the CPU
     train_cfg = TrainConfig(preset=shape["size"], precision=precision)
@@ -318,7 +318,7 @@ def main() -> None:
         shapes[size] = {"size": size, "vocab": vocab, "d_model": cfg.d_model,
                         "heads": cfg.n_heads, "layers": cfg.n_encoder_layers, "d_ff": cfg.d_ff,
                         "dropout": cfg.dropout, "max_len": cfg.max_len,
-                        "malloc": [(cpu.M_MMAP_THRESHOLD, cpu.MMAP_THRESHOLD),
+                        "malloc": [(cpu.M_MMAP_THRESHOLD, cpu.TRAIN_MMAP_THRESHOLD),
                                    (cpu.M_TRIM_THRESHOLD, cpu.TRIM_THRESHOLD)]}
     rates = {(row, s): [] for row in rows for s in args.systems}
     busy = {(row, s): [] for row in rows for s in args.systems}

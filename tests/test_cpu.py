@@ -258,6 +258,47 @@ def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
     assert out.split() == [applied, applied]
 
 
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
+@pytest.mark.parametrize("threshold", ["TRAIN_MMAP_THRESHOLD", "MMAP_THRESHOLD"])
+def test_training_steps_take_their_logits_from_pages_already_made(threshold):
+    # logits and their gradient of 2,000 tokens x 10,000 entries (80 MB each, above the
+    # decoding threshold): mapped afresh every step, each faults its ~20,000 pages again;
+    # under training's threshold the steps reuse the heap's pages
+    script = f"""
+import resource, torch
+from aiayn import ModelConfig, Transformer
+from aiayn.data.corpus import Batch
+from aiayn.runtime import cpu
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.step import train_step
+print(cpu.reuse_freed_memory(mmap_threshold=cpu.{threshold}))
+torch.manual_seed(0)
+model = Transformer(ModelConfig.preset("tiny", vocab_size=10000)).train()
+opt = torch.optim.Adam(model.parameters(), fused=True)
+scaler = torch.amp.GradScaler("cpu", enabled=False)
+src, tgt = torch.randint(4, 10000, (50, 41)), torch.randint(4, 10000, (50, 41))
+batch = Batch(src[:, 1:], tgt[:, :-1], tgt[:, 1:], pad_id=0)
+for _ in range(5):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    train_step(model, opt, scaler, [batch], lr=1e-4, cfg=TrainConfig(preset="tiny",
+               precision="fp32"), device=torch.device("cpu"))
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "AIAYN_KEEP_MALLOC": "0"}, check=True).stdout
+    applied, *faults = out.split()
+    assert applied == "True"
+    assert (max(map(int, faults[-2:])) < 5000) == (threshold == "TRAIN_MMAP_THRESHOLD")
+
+
+def test_a_kept_amount_past_what_glibc_takes_is_clamped():
+    # `aiayn serve --keep-freed-mib 4096`: 4 GiB does not fit mallopt's C int
+    script = "from aiayn.runtime.cpu import reuse_freed_memory as r; print(r(4096 << 20))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "AIAYN_KEEP_MALLOC": "0"}, check=True).stdout
+    assert out.split() == ["True" if sys.platform.startswith("linux") else "False"]
+
 H = 4
 
 

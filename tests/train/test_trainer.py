@@ -34,6 +34,18 @@ def test_resumed_training_equals_uninterrupted_training(toy_data, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+
+def test_training_on_the_cpu_keeps_its_logits_pages(toy_data, tmp_path, monkeypatch):
+    # the allocator setting is process-wide and set once: the call is what is checked here,
+    # its effect on page faults in tests/test_cpu.py
+    from aiayn.runtime import cpu
+    from aiayn.train.setup import setup
+    calls = []
+    monkeypatch.setattr(cpu, "reuse_freed_memory", lambda *a, **kw: calls.append(kw))
+    setup(toy_data, tmp_path / "run", TrainConfig(**FAST), resume=False, log=lambda *_: None)
+    assert calls == [{"mmap_threshold": cpu.TRAIN_MMAP_THRESHOLD}]
+
+
 def test_run_directory_holds_self_sufficient_checkpoints(toy_data, tmp_path):
     summary = train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=8, keep_last=1),
                     progress=False, log=lambda *_: None)

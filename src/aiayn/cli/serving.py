@@ -52,7 +52,7 @@ def add_serve(sub) -> None:
     p.add_argument("--keep-freed-mib", type=int, default=256, metavar="MIB",
                    help="freed memory the process keeps for reuse before returning it to the "
                         "system: a bound on how far its memory grows past what decoding holds "
-                        "(default: 256; translate and train keep 1024)")
+                        "(default: 256, at most 2047; translate and train keep 1024)")
     p.set_defaults(command_fn=serve_command)
 
 

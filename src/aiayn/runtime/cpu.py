@@ -500,20 +500,26 @@ def top_k(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc <malloc.h>
 MMAP_THRESHOLD = 64 << 20
 TRIM_THRESHOLD = 1 << 30
+# training: the logits and their gradient (tokens x vocabulary x 4 bytes: 128 MB at 4,000 tokens
+# and 8,000 entries) come back every step, and from fresh mappings each faulted ~31,000 pages
+TRAIN_MMAP_THRESHOLD = 1 << 30
+C_INT_MAX = (1 << 31) - 1  # mallopt takes a C int
 _malloc_applied: bool | None = None
 
 
-def reuse_freed_memory(keep: int | None = None) -> bool:
+def reuse_freed_memory(keep: int | None = None, *, mmap_threshold: int = MMAP_THRESHOLD) -> bool:
     """Raise glibc's mmap and trim thresholds once per process; True when they are set.
 
     Every decoding (and training) step allocates and frees the same tensors. glibc serves
     large requests with fresh ``mmap`` mappings and returns the top of the heap to the kernel,
     so those buffers keep coming back as new pages that fault when first written. With the
-    thresholds raised, requests below 64 MiB come from the heap and up to ``keep`` bytes of
-    freed heap (by default 1 GiB) stay with the process for reuse. Process-wide; ``aiayn.load``,
-    the decoding commands and training on the CPU call it, the first call decides (`aiayn
-    serve --keep-freed-mib` calls it first), and ``AIAYN_KEEP_MALLOC=1`` in the environment
-    leaves the allocator alone. Does nothing elsewhere than glibc (macOS, musl).
+    thresholds raised, requests below ``mmap_threshold`` (64 MiB; training passes
+    ``TRAIN_MMAP_THRESHOLD``) come from the heap and up to ``keep`` bytes of freed heap (by
+    default 1 GiB; at most 2 GiB, what glibc takes) stay with the process for reuse.
+    Process-wide; ``aiayn.load``, the decoding commands and training on the CPU call it, the
+    first call decides (`aiayn serve --keep-freed-mib` calls it first), and
+    ``AIAYN_KEEP_MALLOC=1`` in the environment leaves the allocator alone. Does nothing
+    elsewhere than glibc (macOS, musl).
     """
     global _malloc_applied
     if _malloc_applied is None:
@@ -523,7 +529,7 @@ def reuse_freed_memory(keep: int | None = None) -> bool:
                 mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
             except (OSError, AttributeError):  # not glibc
                 return False
-            trim = TRIM_THRESHOLD if keep is None else keep
-            _malloc_applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+            trim = min(TRIM_THRESHOLD if keep is None else keep, C_INT_MAX)
+            _malloc_applied = bool(mallopt(M_MMAP_THRESHOLD, min(mmap_threshold, C_INT_MAX))
                                    and mallopt(M_TRIM_THRESHOLD, trim))
     return _malloc_applied

@@ -122,7 +122,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
     use_available_cores(cfg.threads)
     if device.type == "cpu":
-        cpu.reuse_freed_memory()  # every step's activations and gradients reuse their pages
+        # every step's activations, logits and gradients reuse their pages
+        cpu.reuse_freed_memory(mmap_threshold=cpu.TRAIN_MMAP_THRESHOLD)
     _setup_distributed(device)
     rank, world = rank_and_world()
 
