@@ -258,7 +258,6 @@ def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
     assert out.split() == [applied, applied]
 
 
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
 @pytest.mark.parametrize("threshold", ["TRAIN_MMAP_THRESHOLD", "MMAP_THRESHOLD"])
 def test_training_steps_take_their_logits_from_pages_already_made(threshold):
@@ -292,12 +291,28 @@ for _ in range(5):
     assert (max(map(int, faults[-2:])) < 5000) == (threshold == "TRAIN_MMAP_THRESHOLD")
 
 
-def test_a_kept_amount_past_what_glibc_takes_is_clamped():
-    # `aiayn serve --keep-freed-mib 4096`: 4 GiB does not fit mallopt's C int
-    script = "from aiayn.runtime.cpu import reuse_freed_memory as r; print(r(4096 << 20))"
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
+@pytest.mark.parametrize("keep_mib,kept", [(4096, True), (0, False)])
+def test_a_kept_amount_past_what_glibc_takes_is_held_at_its_limit(keep_mib, kept):
+    # `aiayn serve --keep-freed-mib 4096`: 4 GiB wrapped to 0 in mallopt's C int, which
+    # returned every freed page at once; held at the limit, a freed 128 MiB stays resident
+    script = f"""
+import torch
+from aiayn.runtime import cpu
+print(cpu.reuse_freed_memory({keep_mib} << 20, mmap_threshold=cpu.TRAIN_MMAP_THRESHOLD))
+resident = lambda: int(open("/proc/self/statm").read().split()[1]) * 4096 >> 20
+for _ in range(3):  # the first one may not end the heap: later ones do
+    x = torch.ones(32 << 20)
+    before = resident()
+    del x
+print(before - resident())
+"""
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env={**os.environ, "AIAYN_KEEP_MALLOC": "0"}, check=True).stdout
-    assert out.split() == ["True" if sys.platform.startswith("linux") else "False"]
+    applied, returned_mib = out.split()
+    assert applied == "True"
+    assert (int(returned_mib) < 64) == kept
+
 
 H = 4
 

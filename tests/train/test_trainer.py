@@ -34,7 +34,6 @@ def test_resumed_training_equals_uninterrupted_training(toy_data, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-
 def test_training_on_the_cpu_keeps_its_logits_pages(toy_data, tmp_path, monkeypatch):
     # the allocator setting is process-wide and set once: the call is what is checked here,
     # its effect on page faults in tests/test_cpu.py
