@@ -295,16 +295,22 @@ for _ in range(5):
 @pytest.mark.parametrize("keep_mib,kept", [(4096, True), (0, False)])
 def test_a_kept_amount_past_what_glibc_takes_is_held_at_its_limit(keep_mib, kept):
     # `aiayn serve --keep-freed-mib 4096`: 4 GiB wrapped to 0 in mallopt's C int, which
-    # returned every freed page at once; held at the limit, a freed 128 MiB stays resident
+    # returned every freed page at once; held at the limit, a freed 128 MiB stays resident.
+    # glibc's own malloc and free, with nothing allocated in between that could sit above the
+    # block at the top of the heap and keep it from being trimmed either way
     script = f"""
-import torch
+import ctypes, os
 from aiayn.runtime import cpu
 print(cpu.reuse_freed_memory({keep_mib} << 20, mmap_threshold=cpu.TRAIN_MMAP_THRESHOLD))
-resident = lambda: int(open("/proc/self/statm").read().split()[1]) * 4096 >> 20
-for _ in range(3):  # the first one may not end the heap: later ones do
-    x = torch.ones(32 << 20)
-    before = resident()
-    del x
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+statm = os.open("/proc/self/statm", os.O_RDONLY)
+resident = lambda: int(os.pread(statm, 100, 0).split()[1]) * 4096 >> 20
+block = libc.malloc(128 << 20)
+ctypes.memset(block, 1, 128 << 20)
+before = resident()
+libc.free(block)
 print(before - resident())
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
