@@ -60,6 +60,28 @@ def test_cross_attention_equals_torch_multihead_attention():
     assert_float32_close(got, expected)
 
 
+@pytest.mark.parametrize("self_attention", [True, False])
+@pytest.mark.parametrize("return_weights", [False, True])
+def test_attention_gradients_equal_torch_multihead_attentions(self_attention, return_weights):
+    # the heads' gradients are written back into the projections' layout by hand
+    ref = nn.MultiheadAttention(D, H, batch_first=True)
+    ours = copy_from_torch(ref, self_attention=self_attention)
+    query = torch.randn(3, 6, D, requires_grad=True)
+    memory = query if self_attention else torch.randn(3, 8, D, requires_grad=True)
+    mask = padding_mask(random_tokens(3, memory.size(1), lengths=[memory.size(1), 4, 2]), 0)
+    grad = torch.randn(3, 6, D)
+    expected, _ = ref(query, memory, memory, key_padding_mask=~mask[:, 0, 0])
+    expected_grads = torch.autograd.grad(expected, [query, memory, *ref.parameters()], grad)
+    got, _ = ours(query, memory, memory, mask, return_weights=return_weights)
+    got_grads = torch.autograd.grad(got, [query, memory, *ours.parameters()], grad)
+    if not self_attention:  # ours keeps W^Q and [W^K; W^V] apart: stacked as torch has them
+        q_w, q_b, kv_w, kv_b = got_grads[2:6]
+        got_grads = (*got_grads[:2], torch.cat([q_w, kv_w]), torch.cat([q_b, kv_b]),
+                     *got_grads[6:])
+    for got_grad, expected_grad in zip(got_grads, expected_grads, strict=True):
+        assert_float32_close(got_grad, expected_grad)
+
+
 def test_inputs_must_fit_the_kind_of_attention():
     x, y = torch.randn(2, 5, D), torch.randn(2, 6, D)
     with pytest.raises(ValueError, match="same tensor as query, key and value"):

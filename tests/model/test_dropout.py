@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from aiayn.model.dropout import Dropout, dropout
+from aiayn.model.dropout import Dropout, dropout, dropout_add
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
@@ -47,3 +47,31 @@ def test_bf16_dropout_keeps_its_dtype_and_the_float32_mask_of_the_same_seed():
     yb.float().sum().backward()
     assert xb.grad.dtype == torch.bfloat16
     torch.testing.assert_close(xb.grad.float(), (y != 0).float() / 0.9, atol=0, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_add_is_x_plus_the_dropout_of_y_with_the_same_mask_and_gradients(dtype):
+    x = torch.randn(40, 70, dtype=dtype, requires_grad=True)
+    y = torch.randn(40, 70, dtype=dtype, requires_grad=True)
+    grad = torch.randn(40, 70, dtype=dtype)
+    torch.manual_seed(11)
+    fused = dropout_add(x, y, 0.1)
+    fused.backward(grad)
+    fused_grads = x.grad, y.grad
+    x.grad = y.grad = None
+    torch.manual_seed(11)
+    dropped = dropout(y, 0.1)
+    (x + dropped).backward(grad)
+    # one rounding (a fused multiply-add) where the sum of two passes rounds twice
+    tolerance = {} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 1e-2}
+    torch.testing.assert_close(fused, x + dropped, **tolerance)
+    assert torch.equal(fused_grads[0], grad)
+    torch.testing.assert_close(fused_grads[1], y.grad, **tolerance)
+    assert torch.equal(fused_grads[1] == 0, dropped == 0)
+    assert 0.05 < (dropped == 0).float().mean() < 0.15
+
+
+def test_dropout_add_is_the_plain_sum_in_eval_mode_and_at_zero():
+    x, y = torch.randn(5, 6), torch.randn(5, 6)
+    assert torch.equal(dropout_add(x, y, 0.3, training=False), x + y)
+    assert torch.equal(dropout_add(x, y, 0.0), x + y)

@@ -104,6 +104,38 @@ def merge_heads(y: Tensor) -> Tensor:
     return y.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)
 
 
+def _split_heads(x: Tensor, parts: int, heads: int) -> tuple[Tensor, ...]:
+    """Views of (B, T, parts * D) as parts x (B, H, T, Dh)."""
+    b, t, width = x.shape
+    x = x.view(b, t, parts, heads, width // (parts * heads))  # (B, T, parts, H, Dh)
+    return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, Dh)
+
+
+class _SplitHeads(torch.autograd.Function):
+    """``_split_heads`` whose backward writes the heads' gradients (contiguous (B, H, T, Dh),
+    as the fused attention returns them) straight into one (B, T, parts * D) gradient: one
+    copy, where autograd's way (stacking the parts, then copying the permuted stack into the
+    projection's layout) makes two."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, parts: int, heads: int) -> tuple[Tensor, ...]:
+        ctx.shape = x.shape
+        return _split_heads(x, parts, heads)
+
+    @staticmethod
+    def backward(ctx, *grads: Tensor | None):
+        b, t, width = ctx.shape
+        parts = len(grads)
+        like = next(g for g in grads if g is not None)
+        out = like.new_empty(b, t, parts, like.size(1), like.size(3))  # (B, T, parts, H, Dh)
+        for i, grad in enumerate(grads):
+            if grad is None:
+                out[:, :, i].zero_()
+            else:
+                out[:, :, i].copy_(grad.transpose(1, 2))  # (B, T, H, Dh)
+        return out.view(b, t, width), None, None
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O,
     head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i).
@@ -138,9 +170,9 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
         """A projection's output into heads: (B, T, parts * D) -> parts x (B, H, T, Dh)."""
-        b, t, _ = x.shape
-        x = x.view(b, t, parts, self.n_heads, self.head_dim)  # (B, T, parts, H, Dh)
-        return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x (B, H, T, Dh)
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _SplitHeads.apply(x, parts, self.n_heads)
+        return _split_heads(x, parts, self.n_heads)
 
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Cross-attention keys and values: memory (B, S, D) -> 2 x (B, H, S, Dh)."""

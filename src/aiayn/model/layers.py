@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from .attention import MultiHeadAttention
 from .cache import DecoderCache
-from .dropout import dropout
+from .dropout import dropout, dropout_add
 
 ACTIVATION_FNS: dict[str, Callable[[Tensor], Tensor]] = {"gelu": F.gelu, "swish": F.silu}
 
@@ -71,8 +71,8 @@ class Residual(nn.Module):
         """x plus the sub-layer's output, normalised as the placement says."""
         if self.out_norm is not None:
             out = self.out_norm(out)
-        out = dropout(out, self.dropout, self.training)
-        return self.norm(x + out) if self.placement == "post" else x + out
+        x = dropout_add(x, out, self.dropout, self.training)  # x + Dropout(out), one pass
+        return self.norm(x) if self.placement == "post" else x
 
 
 def _residual(cfg: ModelConfig) -> Residual:
