@@ -25,27 +25,6 @@ pytestmark = pytest.mark.skipif(
     reason="torch.compile needs dynamo support and a C++ compiler here")
 
 
-def test_compiled_steps_equal_eager_steps_within_1e_5():
-    # with the final norm, and swish (OPUS-MT's activation)
-    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
-    model = for_inference(Transformer(cfg))
-    compiled = CompiledSteps(model, warn=pytest.fail)
-    src = random_tokens(1, 9, vocab=50)
-    with torch.inference_mode():
-        memory, src_mask, _ = model.encode(src)
-        eager_cache = model.init_cache(memory, src_mask, 20)
-        compiled_cache = compiled.init_cache(memory, src_mask, 20)
-        tokens = torch.tensor([[cfg.bos_id]])
-        for _ in range(12):
-            want = model.decode_step(tokens, eager_cache).log_softmax(-1)
-            got = compiled.decode_step(tokens, compiled_cache)
-            assert got.shape == want.shape == (1, 1, 50)
-            assert (got - want).abs().max() <= 1e-5
-            assert compiled_cache.length == eager_cache.length
-            tokens = want[:, -1].argmax(-1, keepdim=True)
-    assert compiled.compiled_steps == 12
-
-
 def _eager_compiled_and_100_sources(toy_model, seed):
     """The toy model for inference, eager (counting its steps in ``steps``) and compiled, and
     100 encoded source sentences."""
@@ -315,7 +294,8 @@ def test_by_default_decoding_builds_its_steps_in_the_background_and_decodes_mean
     separate process builds them; once they are there, the same model decodes compiled,
     with the eager steps' results."""
     monkeypatch.delenv("AIAYN_COMPILE")
-    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre")  # a shape of this test alone
+    # a shape of this test alone; with the final norm, and swish (OPUS-MT's activation)
+    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
     model = for_inference(Transformer(cfg))
     threads = torch.get_num_threads()
     path, encoder = (compiled_module._package_path(model, threads, kind)
@@ -339,6 +319,20 @@ def test_by_default_decoding_builds_its_steps_in_the_background_and_decodes_mean
     compiled = greedy_search(steps, src)[0]
     assert compiled.tokens == eager.tokens and steps.compiled_steps > 0
     assert compiled.score == pytest.approx(eager.score, abs=1e-5)
+    done = steps.compiled_steps
+    with torch.inference_mode():  # step by step, the log-probabilities within 1e-5
+        memory, src_mask, _ = model.encode(src)
+        eager_cache = model.init_cache(memory, src_mask, 20)
+        compiled_cache = steps.init_cache(memory, src_mask, 20)
+        tokens = torch.tensor([[cfg.bos_id]])
+        for _ in range(12):
+            want = model.decode_step(tokens, eager_cache).log_softmax(-1)
+            got = steps.decode_step(tokens, compiled_cache)
+            assert got.shape == want.shape == (1, 1, 50)
+            assert (got - want).abs().max() <= 1e-5
+            assert compiled_cache.length == eager_cache.length
+            tokens = want[:, -1].argmax(-1, keepdim=True)
+    assert steps.compiled_steps == done + 12
 
 
 def test_without_a_compiler_the_default_decodes_eagerly_and_says_so_once(
