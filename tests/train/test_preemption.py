@@ -54,3 +54,27 @@ def test_sigterm_checkpoints_and_resume_is_exact(toy_data, tmp_path):
     a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
     b = load_file(str(run / "checkpoints/last" / ckpt.WEIGHTS))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resuming_a_run_past_its_last_step_trains_nothing_and_writes_its_average(toy_data,
+                                                                               tmp_path):
+    # killed after its last checkpoint, before the average: resuming once trained a step more
+    cfg = TrainConfig(**FAST, max_steps=6)
+    run = tmp_path / "run"
+    train(toy_data, run, cfg, progress=False, log=lambda *_: None)
+    checkpoints = run / "checkpoints"
+    last = load_file(str(checkpoints / "last" / ckpt.WEIGHTS))
+    averaged = load_file(str(checkpoints / "averaged" / ckpt.WEIGHTS))
+    metrics = (run / "metrics.jsonl").read_text()
+    for path in (checkpoints / "averaged").iterdir():
+        path.unlink()
+    (checkpoints / "averaged").rmdir()
+    lines = []
+    summary = train(toy_data, run, cfg, resume=True, progress=False, log=lines.append)
+    assert summary["step"] == 6 and summary["steps_run"] == 0
+    assert any("no step left to train" in line for line in lines)
+    assert (run / "metrics.jsonl").read_text() == metrics
+    resumed = load_file(str(checkpoints / "last" / ckpt.WEIGHTS))
+    assert all(torch.equal(resumed[k], last[k]) for k in last)
+    again = load_file(str(checkpoints / "averaged" / ckpt.WEIGHTS))
+    assert all(torch.equal(again[k], averaged[k]) for k in averaged)

@@ -79,9 +79,15 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         log(f"schedule: {schedule.describe()}")
     start_time, start_step = time.monotonic(), state.step
     bar = _progress_bar(cfg, state) if progress and run.is_main else None
-    window, last_saved, summary, stop = Window.resumed(state.window), -1, {}, ""
+    window, last_saved, summary = Window.resumed(state.window), -1, {}
+    stop = "max_steps" if cfg.max_steps and state.step >= cfg.max_steps else ""
+    if stop:  # resumed at its last step (stopped before its average was written, say)
+        last_saved = state.step
+        if run.is_main:
+            log(f"step {state.step} is the run's last (--max-steps {cfg.max_steps}): no step "
+                "left to train")
     run.net.train()
-    for micro in _micro_batches(run):
+    for micro in _micro_batches(run) if not stop else ():
         lr = schedule.lr(state.step + 1)
         loss, nll, tokens, finite = fitting_step(run, micro, lr, log)
         state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
@@ -119,7 +125,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         if stop:
             break
     else:
-        stop = "max_epochs"
+        stop = stop or "max_epochs"
     if bar is not None:
         bar.close()
     run.metrics.close()
