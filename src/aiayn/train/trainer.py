@@ -80,7 +80,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
     start_time, start_step = time.monotonic(), state.step
     bar = _progress_bar(cfg, state) if progress and run.is_main else None
     window, last_saved, summary = Window.resumed(state.window), -1, {}
-    stop = "max_steps" if cfg.max_steps and state.step >= cfg.max_steps else ""
+    stop = _budget_spent(cfg, state, start_time, run.world)
     if stop:  # resumed at its last step (stopped before its average was written, say)
         last_saved = state.step
         if run.is_main:
