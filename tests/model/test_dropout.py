@@ -1,7 +1,10 @@
+import multiprocessing
+
 import pytest
 import torch
 
-from aiayn.model.dropout import Dropout, dropout, dropout_add
+from aiayn.model import dropout as dropout_module
+from aiayn.model.dropout import HALVES_FROM, Dropout, dropout, dropout_add, random_words
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
@@ -75,3 +78,54 @@ def test_dropout_add_is_the_plain_sum_in_eval_mode_and_at_zero():
     x, y = torch.randn(5, 6), torch.randn(5, 6)
     assert torch.equal(dropout_add(x, y, 0.3, training=False), x + y)
     assert torch.equal(dropout_add(x, y, 0.0), x + y)
+
+
+@pytest.fixture
+def threads():
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+def test_large_masks_are_the_same_on_one_thread_as_on_two_and_follow_the_seed(threads):
+    x = torch.randn(4 * HALVES_FROM + 10, 3)  # 3 x HALVES_FROM words and more: two halves
+    masks = []
+    for count in (1, 2, 2):
+        threads(count)
+        torch.manual_seed(7)
+        masks.append(dropout(x, 0.1) != 0)
+    assert torch.equal(masks[0], masks[1]) and torch.equal(masks[1], masks[2])
+    assert not torch.equal(dropout(x, 0.1) != 0, masks[0])
+    assert abs((~masks[0]).float().mean().item() - 0.1) < 0.003
+
+
+@pytest.mark.parametrize("n", [HALVES_FROM - 1, 3 * HALVES_FROM + 1])
+def test_random_words_set_every_bit_half_the_time_in_both_halves(threads, n):
+    threads(2)
+    torch.manual_seed(1)
+    words = random_words(n)
+    assert words.shape == (n,) and words.dtype == torch.int64
+    for half in (words[:n // 2], words[n // 2:]):
+        bits = (half[:, None] >> torch.arange(64)) & 1  # every bit position, the sign's too
+        assert ((bits.float().mean(0) - 0.5).abs() < 0.02).all()
+    assert not torch.equal(words[:n // 2][:100], words[n // 2:][:100])
+
+
+def _draw_in_child(queue) -> None:
+    words = random_words(2 * HALVES_FROM)
+    # (a small slice: PyTorch's parallel loops do not run in a child forked after they ran)
+    queue.put(int(words[-1000:].ne(0).sum()))
+
+
+def test_a_forked_child_draws_large_masks_too(threads):
+    threads(2)
+    random_words(2 * HALVES_FROM)  # the parent's helper thread exists
+    assert dropout_module._HELPER
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_draw_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0 and queue.get(timeout=5) > 990

@@ -3,7 +3,8 @@
 On CPU, ``torch.nn.functional.dropout`` draws one Bernoulli sample per element, a sizeable part
 of a training step (docs/design.md, "Experiments behind the decisions"). Here the mask
 comes from 16 random bits per element,
-drawn as 64-bit words from torch's generator (so ``torch.manual_seed`` still governs it): the
+drawn as 64-bit words from torch's generator (so ``torch.manual_seed`` still governs it), a
+large mask's words in two halves on two threads (``random_words``): the
 keep test ``bits >= p * 2^16`` has the exact probability for any p that is a multiple of 2^-16
 and is off by less than 2^-16 otherwise. The keep test writes the mask in the input's own
 dtype: PyTorch multiplies a float by a bool tensor through a slow mixed-type path (4.4 against
@@ -15,6 +16,9 @@ pass (``torch.addcmul``). On other devices PyTorch's fused dropout is used.
 """
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.nn.functional as F
@@ -43,14 +47,53 @@ def _keep_mask(x: Tensor, p: float) -> tuple[Tensor, float]:
     """The mask in x's dtype, 0 where an element is dropped, and the scale still to apply:
     float32 masks hold 1 / (1 - p) where kept (the scale left is 1), 16-bit ones hold 1."""
     n = x.numel()
-    words = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64,
-                          device=x.device)  # 4 x 16 random bits per word
+    words = random_words((n + 3) // 4)  # 4 x 16 random bits per word
     bits = words.view(torch.int16)[:n].view(x.shape)  # uniform over [-2^15, 2^15)
     mask = torch.ge(bits, round(p * 65536) - 32768, out=torch.empty_like(x))
     scale = 1.0 / (1.0 - p)
     if x.element_size() == 2:
         return mask, scale
     return mask.mul_(scale), 1.0
+
+
+def random_words(n: int) -> Tensor:
+    """n uniformly random int64 words (all 64 bits) on the CPU, from torch's generator.
+
+    Its draws are sequential, one thread's work while the others wait (2% of a `base` step).
+    From ``HALVES_FROM`` words on, the second half comes from a generator seeded by a draw of
+    torch's and is filled on a second thread while the first half is: the words are the same
+    whatever the thread count, so a run resumed with other threads draws the same masks."""
+    words = torch.empty(n, dtype=torch.int64)
+    if n < HALVES_FROM:
+        return words.random_(-2 ** 63, None)
+    seed = int(torch.randint(0, 2 ** 62, (1,)))
+    first, second = words[:n // 2], words[n // 2:]
+
+    def draw_second() -> None:
+        second.random_(-2 ** 63, None, generator=torch.Generator().manual_seed(seed))
+
+    drawn = _helper().submit(draw_second) if torch.get_num_threads() > 1 else None
+    first.random_(-2 ** 63, None)
+    if drawn is None:
+        draw_second()
+    else:
+        drawn.result()
+    return words
+
+
+HALVES_FROM = 1 << 16  # words; below, a second thread's hand-off costs more than it saves
+_HELPER: list[ThreadPoolExecutor] = []
+
+
+def _helper() -> ThreadPoolExecutor:
+    """The one thread that draws second halves, made on first use (and again in a forked
+    child, which has none of its parent's threads)."""
+    if not _HELPER:
+        _HELPER.append(ThreadPoolExecutor(1, thread_name_prefix="aiayn-dropout"))
+    return _HELPER[0]
+
+
+os.register_at_fork(after_in_child=_HELPER.clear)
 
 
 class _MaskedScale(torch.autograd.Function):
