@@ -6,13 +6,18 @@ choose among two languages is more accurate than one asked among seventy, and a 
 model reads is no use as an answer. A single candidate is the answer with full confidence.
 Placeholders and markup (``aiayn.placeholders``: ``%s``, ``{0}``, ``<b>``, ``&amp;``) are taken
 out of the text first: they belong to no language, and in short software strings they
-outweighed the words.
+outweighed the words. So are acronyms and names in capitals (``HTML``, ``GNOME``, ``PAL``),
+spelled alike in every language, unless the whole text is in capitals.
 """
 
 from __future__ import annotations
 
+import re
+
 from . import placeholders
 from .errors import UserError, require
+
+ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]+\b")  # two capitals or more: HTML, GNOME, MP3
 
 
 class LanguageDetector:
@@ -44,6 +49,8 @@ class LanguageDetector:
         words = text
         for placeholder in placeholders.find(text):  # %s, {0}, <b>, &amp;: no language's
             words = words.replace(placeholder, " ")
+        if any(c.islower() for c in words):  # (a text all in capitals keeps its words)
+            words = ACRONYM.sub(" ", words)
         found = self.detector.compute_language_confidence_values(words if words.strip()
                                                                  else text)
         return [(self.languages[c.language], round(100 * c.value, 2)) for c in found
