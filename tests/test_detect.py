@@ -2,7 +2,7 @@
 
 import pytest
 
-from aiayn.detect import LanguageDetector
+from aiayn.detect import LanguageDetector, language_words
 
 pytest.importorskip("lingua")
 
@@ -25,9 +25,15 @@ def test_placeholders_markup_and_acronyms_are_not_read_as_words(detector, text, 
     assert {c for c, _ in found} <= {"en", "de"}
 
 
-def test_a_text_of_acronyms_and_placeholders_alone_is_read_as_it_is(detector):
-    found = detector.detect("HTML %s")
-    assert found and found[0][0] in ("en", "de")
+@pytest.mark.parametrize("text, read", [
+    ("Insert HTML File", "Insert   File"),
+    ("<b>%d</b> mine", "    mine"),
+    ("FILE NOT FOUND", "FILE NOT FOUND"),  # all in capitals: the words are kept
+    ("HTML %s", "HTML  "),
+    ("%s %d", "%s %d"),  # nothing left but what was taken out: the text as it is
+])
+def test_lingua_reads_the_words_without_placeholders_markup_and_acronyms(text, read):
+    assert language_words(text) == read
 
 
 def test_one_language_is_the_answer_with_full_confidence():

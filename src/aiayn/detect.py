@@ -46,12 +46,18 @@ class LanguageDetector:
         first (as LibreTranslate's ``/detect`` answers)."""
         if self.detector is None:
             return [(code, 100.0) for code in self.codes]
-        words = text
-        for placeholder in placeholders.find(text):  # %s, {0}, <b>, &amp;: no language's
-            words = words.replace(placeholder, " ")
-        if any(c.islower() for c in words):  # (a text all in capitals keeps its words)
-            words = ACRONYM.sub(" ", words)
-        found = self.detector.compute_language_confidence_values(words if words.strip()
-                                                                 else text)
+        found = self.detector.compute_language_confidence_values(language_words(text))
         return [(self.languages[c.language], round(100 * c.value, 2)) for c in found
                 if c.language in self.languages]
+
+
+def language_words(text: str) -> str:
+    """What of ``text`` lingua reads: the text without its placeholders and markup
+    (``placeholders.find``) and, unless it is all in capitals, without its acronyms; the
+    text as it is where nothing else is left."""
+    words = text
+    for placeholder in placeholders.find(text):  # %s, {0}, <b>, &amp;: no language's
+        words = words.replace(placeholder, " ")
+    if any(c.islower() for c in words):  # (a text all in capitals keeps its words)
+        words = ACRONYM.sub(" ", words)
+    return words if words.strip() else text
