@@ -24,6 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+HALVES_FROM = 1 << 16  # words; below, a second thread's hand-off costs more than it saves
+_HELPER: list[tuple[int, ThreadPoolExecutor]] = []  # (the process it serves, the thread)
+
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p)."""
@@ -81,19 +84,12 @@ def random_words(n: int) -> Tensor:
     return words
 
 
-HALVES_FROM = 1 << 16  # words; below, a second thread's hand-off costs more than it saves
-_HELPER: list[ThreadPoolExecutor] = []
-
-
 def _helper() -> ThreadPoolExecutor:
-    """The one thread that draws second halves, made on first use (and again in a forked
-    child, which has none of its parent's threads)."""
-    if not _HELPER:
-        _HELPER.append(ThreadPoolExecutor(1, thread_name_prefix="aiayn-dropout"))
-    return _HELPER[0]
-
-
-os.register_at_fork(after_in_child=_HELPER.clear)
+    """The one thread that draws second halves, made on first use, and again in a forked
+    child (which has none of its parent's threads)."""
+    if not _HELPER or _HELPER[0][0] != os.getpid():
+        _HELPER[:] = [(os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="aiayn-dropout"))]
+    return _HELPER[0][1]
 
 
 class _MaskedScale(torch.autograd.Function):
