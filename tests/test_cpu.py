@@ -263,7 +263,8 @@ def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
 def test_training_steps_take_their_logits_from_pages_already_made(threshold):
     # logits and their gradient of 2,000 tokens x 10,000 entries (80 MB each, above the
     # decoding threshold): mapped afresh every step, each faults its ~20,000 pages again;
-    # under training's threshold the steps reuse the heap's pages
+    # under training's threshold the steps reuse the heap's pages (now and then one step still
+    # faults the logits' pages afresh, in about one run of eight: most steps are asked of)
     script = f"""
 import resource, torch
 from aiayn import ModelConfig, Transformer
@@ -278,7 +279,7 @@ opt = torch.optim.Adam(model.parameters(), fused=True)
 scaler = torch.amp.GradScaler("cpu", enabled=False)
 src, tgt = torch.randint(4, 10000, (50, 41)), torch.randint(4, 10000, (50, 41))
 batch = Batch(src[:, 1:], tgt[:, :-1], tgt[:, 1:], pad_id=0)
-for _ in range(5):
+for _ in range(8):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     train_step(model, opt, scaler, [batch], lr=1e-4, cfg=TrainConfig(preset="tiny",
                precision="fp32"), device=torch.device("cpu"))
@@ -288,7 +289,8 @@ for _ in range(5):
                          env={**os.environ, "AIAYN_KEEP_MALLOC": "0"}, check=True).stdout
     applied, *faults = out.split()
     assert applied == "True"
-    assert (max(map(int, faults[-2:])) < 5000) == (threshold == "TRAIN_MMAP_THRESHOLD")
+    reusing = sum(int(count) < 5000 for count in faults[-6:])  # steps after the first two
+    assert reusing >= 4 if threshold == "TRAIN_MMAP_THRESHOLD" else reusing == 0
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
