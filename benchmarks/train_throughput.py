@@ -73,13 +73,13 @@ def aiayn_worker(shape: dict, precision: str):
 
     from aiayn import ModelConfig, Transformer
     from aiayn.data.corpus import Batch
-    from aiayn.runtime.cpu import TRAIN_MMAP_THRESHOLD, cpu_attention, reuse_freed_memory
+    from aiayn.runtime.cpu import TRAIN_MMAP_THRESHOLD, cpu_layers, reuse_freed_memory
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.step import train_step
 
     reuse_freed_memory(mmap_threshold=TRAIN_MMAP_THRESHOLD)  # as `aiayn train` does on the CPU
     cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])
-    model = cpu_attention(Transformer(cfg).train())  # as `aiayn train` builds it on the CPU
+    model = cpu_layers(Transformer(cfg).train())  # as `aiayn train` builds it on the CPU
     train_cfg = TrainConfig(preset=shape["size"], precision=precision)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
     scaler = torch.amp.GradScaler("cpu", enabled=False)

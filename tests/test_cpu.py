@@ -372,3 +372,39 @@ def test_inference_and_cpu_training_models_hold_the_cpu_modules(tiny_cfg):
     assert Attention not in kinds and FeedForward not in kinds
     assert {type(m) for m in model.modules()} >= {Attention, FeedForward}  # left as it was
     assert CpuAttention in {type(m) for m in for_inference(model, int8=True).modules()}
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3])
+@pytest.mark.parametrize("training", [True, False])
+def test_training_feed_forward_equals_the_models_with_the_same_masks(p, training):
+    from aiayn.model import FeedForward
+    torch.manual_seed(0)
+    ffn = FeedForward(16, 64, dropout=p).train(training)
+    fast = CpuFeedForward(ffn)
+    x = torch.randn(3, 70, 16, requires_grad=True)  # 210 x 64 hidden: masks in two halves
+    grad = torch.randn(3, 70, 16)
+    results = []
+    for module in (ffn, fast):
+        torch.manual_seed(1)  # the same dropout masks
+        out = module(x)
+        out.backward(grad)
+        results.append((out.detach(), *(t.grad for t in (x, *ffn.parameters()))))
+        x.grad = None
+        ffn.zero_grad(set_to_none=True)
+    for want, got in zip(*results):
+        assert_float32_close(got, want)
+    with torch.no_grad():  # with dropout at work the masks mattered
+        assert torch.equal(ffn.eval()(x), results[0][0]) == (not (p and training))
+
+
+def test_training_feed_forward_is_fused_in_float32_only():
+    from aiayn.model import FeedForward
+    fast = CpuFeedForward(FeedForward(8, 32, dropout=0.1).train())
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    assert fast(x).grad_fn.name() == "_ReluFeedForwardBackward"
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # 16-bit training: autograd's way
+        assert fast(x).grad_fn.name() != "_ReluFeedForwardBackward"
+    assert CpuFeedForward(FeedForward(8, 32, activation="gelu")).train()(x).grad_fn.name() \
+        != "_ReluFeedForwardBackward"
+    with torch.no_grad():
+        assert fast(x).grad_fn is None

@@ -1,14 +1,15 @@
-"""The training step as the trainer runs it on the CPU (the CPU attention, the loss with its own
-gradient in row blocks, fused Adam) against the same model trained the plain way (PyTorch's
-fused attention kernel, ``F.cross_entropy`` with label smoothing, PyTorch's single-tensor Adam):
-the same losses and weights over 20 steps in float32."""
+"""The training step as the trainer runs it on the CPU (the CPU attention and feed-forward
+network, the loss with its own gradient in row blocks, fused Adam) against the same model
+trained the plain way (PyTorch's fused attention kernel, ``F.cross_entropy`` with label
+smoothing, PyTorch's single-tensor Adam): the same losses and weights over 20 steps in
+float32."""
 
 import torch
 import torch.nn.functional as F
 
 from aiayn import ModelConfig, Transformer
 from aiayn.data.corpus import Batch
-from aiayn.runtime.cpu import CpuAttention, cpu_attention
+from aiayn.runtime.cpu import CpuAttention, CpuFeedForward, cpu_layers
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.step import train_step
 
@@ -49,11 +50,12 @@ def plain_step(model, optimizer, batch: Batch, lr: float, smoothing: float) -> f
 def test_the_trainers_step_equals_the_plain_one_over_20_steps_in_float32():
     cfg = ModelConfig.preset("tiny", vocab_size=VOCAB, dropout=0.0)  # (masks are random)
     torch.manual_seed(0)
-    fused = cpu_attention(Transformer(cfg).train())
+    fused = cpu_layers(Transformer(cfg).train())
     plain = Transformer(cfg).train()
     plain.load_state_dict(fused.state_dict())
-    assert any(isinstance(m, CpuAttention) for m in fused.modules())
-    assert not any(isinstance(m, CpuAttention) for m in plain.modules())
+    for kind in (CpuAttention, CpuFeedForward):
+        assert any(isinstance(m, kind) for m in fused.modules())
+        assert not any(isinstance(m, kind) for m in plain.modules())
     train_cfg = TrainConfig(preset="tiny", precision="fp32")
     betas, eps = train_cfg.adam_betas, train_cfg.adam_eps
     fused_adam = torch.optim.Adam(fused.parameters(), lr=0.0, betas=betas, eps=eps, fused=True)

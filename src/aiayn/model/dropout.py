@@ -34,7 +34,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
-    return _MaskedScale.apply(x, *_keep_mask(x, p))
+    return _MaskedScale.apply(x, *keep_mask(x, p))
 
 
 def dropout_add(x: Tensor, y: Tensor, p: float, training: bool = True) -> Tensor:
@@ -43,12 +43,13 @@ def dropout_add(x: Tensor, y: Tensor, p: float, training: bool = True) -> Tensor
         return x + y
     if y.device.type != "cpu":
         return x + F.dropout(y, p, True)
-    return _MaskedAdd.apply(x, y, *_keep_mask(y, p))
+    return _MaskedAdd.apply(x, y, *keep_mask(y, p))
 
 
-def _keep_mask(x: Tensor, p: float) -> tuple[Tensor, float]:
-    """The mask in x's dtype, 0 where an element is dropped, and the scale still to apply:
-    float32 masks hold 1 / (1 - p) where kept (the scale left is 1), 16-bit ones hold 1."""
+def keep_mask(x: Tensor, p: float) -> tuple[Tensor, float]:
+    """A dropout mask for x (drawn as ``dropout`` draws it) in x's dtype, 0 where an element
+    is dropped, and the scale still to apply: float32 masks hold 1 / (1 - p) where kept (the
+    scale left is 1), 16-bit ones hold 1."""
     n = x.numel()
     words = random_words((n + 3) // 4)  # 4 x 16 random bits per word
     bits = words.view(torch.int16)[:n].view(x.shape)  # uniform over [-2^15, 2^15)

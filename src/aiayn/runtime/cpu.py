@@ -1,7 +1,7 @@
-"""CPU inference helpers, applied from outside the model at load time.
+"""CPU helpers for inference and training, applied from outside the model.
 
-The model files read as the paper; what makes decoding fast on a CPU lives here and is swapped
-in by ``for_inference``:
+The model files read as the paper; what makes decoding and training fast on a CPU lives here
+and is swapped in by ``for_inference`` (decoding) and ``cpu_layers`` (training):
 
 - ``CpuLinear``: a float32 linear layer whose products take the fastest path for their row
   count. One row (a decoding step of one sentence) is split into one block of output features
@@ -13,7 +13,8 @@ in by ``for_inference``:
   and of 16-bit training through the reference computation, where PyTorch's fused kernel is
   slower on the CPU; short score rows padded away from the softmax's scalar path.
 - ``Int8Linear``: int8 products (``--int8``), each row quantized with its own scale.
-- ``CpuFeedForward``: the feed-forward network with oneDNN's product applying the ReLU.
+- ``CpuFeedForward``: the feed-forward network with oneDNN's product applying the ReLU, and
+  float32 training's network as one autograd function with fewer passes.
 - ``top_k``: ``torch.topk`` over a vocabulary through vectorized block maxima.
 - ``reuse_freed_memory``: glibc's allocator settings that let each decoding step reuse the
   pages the previous one freed.
@@ -43,7 +44,7 @@ from ..model import (
     scaled_dot_product_attention,
     softmax_rows,
 )
-from ..model.dropout import dropout
+from ..model.dropout import dropout, keep_mask
 
 M = TypeVar("M", bound=nn.Module)
 SPLIT_MAX_ROWS = 128  # above this, one large matrix product already uses every core
@@ -274,9 +275,10 @@ class CpuAttention(nn.Module):
 
 
 class CpuFeedForward(nn.Module):
-    """``model.FeedForward`` for CPU inference, around the same layers: with the paper's ReLU
-    and a ``CpuLinear`` first layer, oneDNN's product applies the ReLU as it writes its
-    output (``CpuLinear.relu_product``) instead of a pass of its own; anything else is
+    """``model.FeedForward`` for the CPU, around the same layers. With the paper's ReLU:
+    float32 training runs the network as one autograd function (``_ReluFeedForward``), and
+    inference with a ``CpuLinear`` first layer has oneDNN's product apply the ReLU as it writes
+    its output (``CpuLinear.relu_product``) instead of a pass of its own. Anything else is
     ``FeedForward.forward`` itself, over the same attributes."""
 
     def __init__(self, ffn: FeedForward) -> None:
@@ -286,19 +288,98 @@ class CpuFeedForward(nn.Module):
         self.train(ffn.training)
 
     def forward(self, x: Tensor) -> Tensor:
-        if (self.activation is not None or not isinstance(self.linear1, (CpuLinear, Int8Linear))
-                or torch.is_grad_enabled()):
-            return FeedForward.forward(self, x)  # type: ignore[arg-type]
-        return self.linear2(dropout(self.linear1.relu_product(x), self.dropout, self.training))
+        if torch.is_grad_enabled():
+            if self._fused_training(x):
+                return cast(Tensor, _ReluFeedForward.apply(
+                    x, self.linear1.weight, self.linear1.bias, self.linear2.weight,
+                    self.linear2.bias, self.dropout if self.training else 0.0))
+        elif self.activation is None and isinstance(self.linear1, (CpuLinear, Int8Linear)):
+            return self.linear2(dropout(self.linear1.relu_product(x), self.dropout,
+                                        self.training))
+        return FeedForward.forward(self, x)  # type: ignore[arg-type]
+
+    def _fused_training(self, x: Tensor) -> bool:
+        """Whether ``_ReluFeedForward`` computes this step: the ReLU, plain float32 linear
+        layers with biases, no autocast (16-bit training keeps autograd's way)."""
+        layers = (self.linear1, self.linear2)
+        return (self.activation is None and x.device.type == "cpu" and _ADD_RELU
+                and x.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
+                and all(type(m) is nn.Linear and m.bias is not None
+                        and m.weight.dtype == torch.float32 for m in layers))
+
+
+class _ReluFeedForward(torch.autograd.Function):
+    """Dropout(ReLU(x W_1^T + b_1)) W_2^T + b_2 for float32 training on the CPU, with fewer
+    passes over the (tokens x d_ff) hidden layer than autograd's way:
+
+    - forward: the first product without its bias (``addmm`` copies a bias into its output
+      before the product), then the bias and the ReLU in one pass in place (``_add_relu_``)
+      and the dropout mask (drawn as ``dropout`` draws it) in a second;
+    - backward: the dropout's scale applied by the product that computes the hidden layer's
+      gradient (``addmm``'s alpha), then the ReLU's and the dropout's gradient in one pass
+      (zero wherever the saved hidden output is zero, which covers both); the biases'
+      gradients as matrix-vector products, which use every thread where a column sum ran at
+      half that speed.
+
+    Only the hidden output is saved, which the second product's gradient needs anyway; not
+    the ReLU's output and the mask besides. Measurements: docs/design.md."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+                p: float) -> Tensor:
+        rows = x.reshape(-1, x.size(-1))  # (N, D)
+        hidden = torch.ops.aten._add_relu_(torch.mm(rows, w1.t()), b1)  # (N, d_ff)
+        scale = 1.0
+        if p > 0.0:
+            mask, _ = keep_mask(hidden, p)  # float32: kept elements hold 1 / (1 - p)
+            hidden.mul_(mask)
+            scale = 1.0 / (1.0 - p)
+        ctx.save_for_backward(rows, w1, w2, hidden)
+        ctx.scale = scale
+        return torch.addmm(b2, hidden, w2.t()).view(*x.shape[:-1], w2.size(0))
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        rows, w1, w2, hidden = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        g = grad.reshape(-1, grad.size(-1))  # (N, D)
+        ones = g.new_ones(g.size(0))
+        grad_w2 = g.t().mm(hidden) if needs[3] else None
+        grad_b2 = torch.mv(g.t(), ones) if needs[4] else None
+        # the pre-activation's gradient: scale * g W_2 where the hidden output was kept and
+        # positive, zero where ReLU or dropout zeroed it
+        g = torch.addmm(_NO_INPUT, g, w2, beta=0, alpha=ctx.scale)
+        g = torch.ops.aten.threshold_backward(g, hidden, 0)
+        grad_x = g.mm(w1).view(grad.shape[:-1] + (w1.size(1),)) if needs[0] else None
+        grad_w1 = g.t().mm(rows) if needs[1] else None
+        grad_b1 = torch.mv(g.t(), ones) if needs[2] else None
+        return grad_x, grad_w1, grad_b1, grad_w2, grad_b2, None
+
+
+_NO_INPUT = torch.zeros(())  # addmm's input where beta=0 leaves it unread
+_ADD_RELU = hasattr(torch.ops.aten, "_add_relu_")  # (a private operator of PyTorch's)
 
 
 def cpu_attention(model: M) -> M:
-    """Replace every ``model.Attention`` of ``model`` (in place) by a ``CpuAttention``; for
-    training on the CPU and for inference. Returns ``model``."""
+    """Replace every ``model.Attention`` of ``model`` (in place) by a ``CpuAttention``.
+    Returns ``model``."""
     for parent in list(model.modules()):
         for name, child in parent.named_children():
             if type(child) is Attention:
                 setattr(parent, name, CpuAttention())
+    return model
+
+
+def cpu_layers(model: M) -> M:
+    """Replace (in place) every ``model.Attention`` of ``model`` by a ``CpuAttention`` and every
+    ``model.FeedForward`` by a ``CpuFeedForward`` around the same parameters (its weights and
+    checkpoints unchanged); as training on the CPU runs a model, and inference after
+    ``cpu_linears``. Returns ``model``."""
+    cpu_attention(model)
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if type(child) is FeedForward:
+                setattr(parent, name, CpuFeedForward(child))
     return model
 
 
@@ -458,11 +539,7 @@ def for_inference(model: M, *, int8: bool = False) -> M:
             raise ValueError("int8 decoding runs on the CPU only")
         return model.eval()
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
-    fast = cpu_attention(cpu_linears(copy.deepcopy(model, shared).eval()))
-    for parent in list(fast.modules()):
-        for name, child in parent.named_children():
-            if type(child) is FeedForward:
-                setattr(parent, name, CpuFeedForward(child))
+    fast = cpu_layers(cpu_linears(copy.deepcopy(model, shared).eval()))
     return quantize_int8(fast) if int8 else fast
 
 

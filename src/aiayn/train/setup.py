@@ -164,7 +164,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     model = build_model(cfg.arch, model_cfg,
                         num_classes=len(labels) if labels else None).to(device)
     if device.type == "cpu":
-        cpu.cpu_attention(model)  # the CPU's faster attention for 16-bit training
+        cpu.cpu_layers(model)  # 16-bit training's attention, float32's feed-forward network
     if cfg.init and not resume:
         Checkpoint.open(cfg.init).load_weights(model)
         log(f"starting from the weights of {cfg.init}")
