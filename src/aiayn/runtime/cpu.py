@@ -348,7 +348,7 @@ class _ReluFeedForward(torch.autograd.Function):
         grad_b2 = torch.mv(g.t(), ones) if needs[4] else None
         # the pre-activation's gradient: scale * g W_2 where the hidden output was kept and
         # positive, zero where ReLU or dropout zeroed it
-        g = torch.addmm(_NO_INPUT, g, w2, beta=0, alpha=ctx.scale)
+        g = torch.addmm(g.new_zeros(()), g, w2, beta=0, alpha=ctx.scale)  # (input unread)
         g = torch.ops.aten.threshold_backward(g, hidden, 0)
         grad_x = g.mm(w1).view(grad.shape[:-1] + (w1.size(1),)) if needs[0] else None
         grad_w1 = g.t().mm(rows) if needs[1] else None
@@ -356,7 +356,6 @@ class _ReluFeedForward(torch.autograd.Function):
         return grad_x, grad_w1, grad_b1, grad_w2, grad_b2, None
 
 
-_NO_INPUT = torch.zeros(())  # addmm's input where beta=0 leaves it unread
 _ADD_RELU = hasattr(torch.ops.aten, "_add_relu_")  # (a private operator of PyTorch's)
 
 
