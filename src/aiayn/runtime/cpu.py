@@ -31,7 +31,8 @@ import ctypes.util
 import functools
 import os
 import sys
-from typing import TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -359,14 +360,20 @@ class _ReluFeedForward(torch.autograd.Function):
 _ADD_RELU = hasattr(torch.ops.aten, "_add_relu_")  # (a private operator of PyTorch's)
 
 
+def _swap(model: M, kinds: tuple[type, ...], make: Callable[[str, Any], nn.Module]) -> M:
+    """Replace (in place) every submodule of ``model`` whose type is exactly one of ``kinds``
+    by ``make(its attribute name, it)``. Returns ``model``."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if type(child) in kinds:
+                setattr(parent, name, make(name, child))
+    return model
+
+
 def cpu_attention(model: M) -> M:
     """Replace every ``model.Attention`` of ``model`` (in place) by a ``CpuAttention``.
     Returns ``model``."""
-    for parent in list(model.modules()):
-        for name, child in parent.named_children():
-            if type(child) is Attention:
-                setattr(parent, name, CpuAttention())
-    return model
+    return _swap(model, (Attention,), lambda name, child: CpuAttention())
 
 
 def cpu_layers(model: M) -> M:
@@ -374,22 +381,13 @@ def cpu_layers(model: M) -> M:
     ``model.FeedForward`` by a ``CpuFeedForward`` around the same parameters (its weights and
     checkpoints unchanged); as training on the CPU runs a model, and inference after
     ``cpu_linears``. Returns ``model``."""
-    cpu_attention(model)
-    for parent in list(model.modules()):
-        for name, child in parent.named_children():
-            if type(child) is FeedForward:
-                setattr(parent, name, CpuFeedForward(child))
-    return model
+    return _swap(cpu_attention(model), (FeedForward,), lambda name, child: CpuFeedForward(child))
 
 
 def cpu_linears(model: M) -> M:
     """Replace every ``nn.Linear`` of ``model`` (in place) by a ``CpuLinear`` sharing its
     parameters; the layers named in ``PACKED`` keep a packed weight copy. Returns ``model``."""
-    for parent in list(model.modules()):
-        for name, child in parent.named_children():
-            if type(child) is nn.Linear:
-                setattr(parent, name, CpuLinear(child, pack=name in PACKED))
-    return model
+    return _swap(model, (nn.Linear,), lambda name, child: CpuLinear(child, pack=name in PACKED))
 
 
 class Int8Linear(nn.Module):
@@ -520,11 +518,7 @@ def packed_levels(levels: Tensor) -> Tensor:
 def quantize_int8(model: M) -> M:
     """Replace every linear layer of ``model`` (``nn.Linear`` or ``CpuLinear``, in place) by an
     ``Int8Linear`` of its weight. Returns ``model``."""
-    for parent in list(model.modules()):
-        for name, child in parent.named_children():
-            if type(child) in (nn.Linear, CpuLinear):
-                setattr(parent, name, Int8Linear(child))
-    return model
+    return _swap(model, (nn.Linear, CpuLinear), lambda name, child: Int8Linear(child))
 
 
 def for_inference(model: M, *, int8: bool = False) -> M:
