@@ -33,23 +33,28 @@ def read(path: str) -> list[str]:
         return [line.rstrip("\n") for line in f]
 
 
-def word_map(weights: torch.Tensor, src_words: list[int], tgt_words: list[int]) -> torch.Tensor:
+def word_map(weights: torch.Tensor, src_words: list[int], tgt_words: list[int]
+             ) -> tuple[torch.Tensor, torch.Tensor]:
     """(target words, source words): a target word's rows averaged, a source word's columns
-    summed."""
+    summed; and each target word's weight on the source's EOS (its empty word)."""
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
     out, count = torch.zeros(n_tgt, n_src), torch.zeros(n_tgt, 1)
+    empty = torch.zeros(n_tgt)
+    eos = len(src_words) - 1
     for t, tw in enumerate(tgt_words):
         if tw < 0:
             continue
         count[tw] += 1
+        empty[tw] += weights[t, eos]
         for s, sw in enumerate(src_words):
             if sw >= 0:
                 out[tw, sw] += weights[t, s]
-    return out / count.clamp_min(1)
+    return out / count.clamp_min(1), empty / count.view(-1).clamp_min(1)
 
 
-def readings(m: torch.Tensor) -> dict[str, set[tuple[int, int]]]:
-    """Links of one word map, read in each way."""
+def readings(m: torch.Tensor, empty: torch.Tensor) -> dict[str, set[tuple[int, int]]]:
+    """Links of one word map, read in each way (``empty``: the target words' weights on the
+    source's EOS)."""
     n_tgt, n_src = m.shape
     if n_src == 0 or n_tgt == 0:
         return {}
@@ -69,6 +74,11 @@ def readings(m: torch.Tensor) -> dict[str, set[tuple[int, int]]]:
         what = " (what tags use)" if least == HEAD_MIN_WEIGHT else ""
         out[f"grow-diag-final-and, intersection first, source words under {least} "
             f"unaligned{what}"] = {(i, j) for i, j in first if strongest[i] >= least}
+    # target words that put more weight on the source's EOS than on any source word unaligned
+    nothing = {j for j in range(n_tgt) if empty[j] > m[j].max()}
+    for name in [k for k in out if "unaligned" in k]:
+        out[f"{name}, target words on EOS unaligned"] = {(i, j) for i, j in out[name]
+                                                         if j not in nothing}
     for t in (0.2, 0.3, 0.4, 0.5):
         out[f"weight > {t}"] = {(i, j) for j in range(n_tgt) for i in range(n_src)
                                 if m[j, i] > t}
@@ -98,7 +108,7 @@ def main() -> None:
     outputs = translator.translate(sources)
     model = getattr(translator.model, "model", translator.model)  # (compiled steps' model)
     layer = translator.cfg.alignment_layer
-    maps: dict[str, list[torch.Tensor]] = {"every layer and head averaged": []}
+    maps: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {"every layer and head averaged": []}
     if layer is not None:
         maps[f"alignment head (layer {layer + 1}, head 1)"] = []
     for source, output in zip(sources, outputs):
@@ -130,7 +140,7 @@ def main() -> None:
     for name, word_maps in maps.items():
         scores: dict[str, list[int]] = {}
         for m, links_gold, sentence_spans in zip(word_maps, gold, spans):
-            for reading, links in readings(m).items():
+            for reading, links in readings(*m).items():
                 s = scores.setdefault(reading, [0, 0, 0, 0, 0])
                 for words in sentence_spans:
                     s[0] += hull(links, words) == hull(links_gold, words)
