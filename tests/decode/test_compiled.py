@@ -155,9 +155,57 @@ def _packages_in(directory, monkeypatch):
                         lambda *args: directory / where(*args).name)
 
 
+def test_by_default_decoding_builds_its_steps_in_the_background_and_decodes_meanwhile(
+        monkeypatch):
+    """Without a flag, a model shape whose steps are not on disk decodes eagerly while a
+    separate process builds them; once they are there, the same model decodes compiled,
+    with the eager steps' results."""
+    monkeypatch.delenv("AIAYN_COMPILE")
+    # with the final norm, and swish (OPUS-MT's activation); the next test loads the step
+    # this one builds
+    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
+    model = for_inference(Transformer(cfg))
+    threads = torch.get_num_threads()
+    path, encoder = (compiled_module._package_path(model, threads, kind)
+                     for kind in ("step", "encode"))
+    for kept in (p.with_suffix(s) for p in (path, encoder) for s in (".pt2", ".log")):
+        kept.unlink(missing_ok=True)  # built by an earlier run: the steps are not on disk
+    assert compiled_module.auto_compile("cpu") == (True, "")
+    steps = CompiledSteps(model, background=True, warn=pytest.fail)
+    steps.RECHECK = 0.0
+    src = random_tokens(1, 8, vocab=50)
+    eager = greedy_search(model, src)[0]
+    meanwhile = greedy_search(steps, src)[0]
+    assert meanwhile.tokens == eager.tokens and steps.compiled_steps == 0
+    for _ in range(600):  # the builder: a fresh process
+        if path.exists() and not path.with_suffix(".building").exists():
+            break
+        time.sleep(0.5)
+    assert path.exists(), path.with_suffix(".log").read_text()
+    assert "built" in path.with_suffix(".log").read_text()
+    assert not encoder.exists()  # the encoder waits for a step kind
+    compiled = greedy_search(steps, src)[0]
+    assert compiled.tokens == eager.tokens and steps.compiled_steps > 0
+    assert compiled.score == pytest.approx(eager.score, abs=1e-5)
+    done = steps.compiled_steps
+    with torch.inference_mode():  # step by step, the log-probabilities within 1e-5
+        memory, src_mask, _ = model.encode(src)
+        eager_cache = model.init_cache(memory, src_mask, 20)
+        compiled_cache = steps.init_cache(memory, src_mask, 20)
+        tokens = torch.tensor([[cfg.bos_id]])
+        for _ in range(12):
+            want = model.decode_step(tokens, eager_cache).log_softmax(-1)
+            got = steps.decode_step(tokens, compiled_cache)
+            assert got.shape == want.shape == (1, 1, 50)
+            assert (got - want).abs().max() <= 1e-5
+            assert compiled_cache.length == eager_cache.length
+            tokens = want[:, -1].argmax(-1, keepdim=True)
+    assert steps.compiled_steps == done + 12
+
+
 def test_one_compilation_serves_every_model_of_its_shape_each_with_its_own_weights(
         monkeypatch):
-    # the first test's shape
+    # the shape of the test before, whose step is on disk now
     cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
     torch.manual_seed(1)
     first = for_inference(Transformer(cfg))
@@ -286,53 +334,6 @@ def test_the_compiled_step_is_named_by_the_model_code_it_was_compiled_from(monke
     monkeypatch.setattr(Path, "read_bytes", lambda self: read(self) + (
         b"# changed" if self == attention / "attention.py" else b""))
     assert compiled_module._package_path(model, 2) != before
-
-
-def test_by_default_decoding_builds_its_steps_in_the_background_and_decodes_meanwhile(
-        monkeypatch):
-    """Without a flag, a model shape whose steps are not on disk decodes eagerly while a
-    separate process builds them; once they are there, the same model decodes compiled,
-    with the eager steps' results."""
-    monkeypatch.delenv("AIAYN_COMPILE")
-    # a shape of this test alone; with the final norm, and swish (OPUS-MT's activation)
-    cfg = ModelConfig.preset("tiny", vocab_size=50, norm="pre", activation="swish")
-    model = for_inference(Transformer(cfg))
-    threads = torch.get_num_threads()
-    path, encoder = (compiled_module._package_path(model, threads, kind)
-                     for kind in ("step", "encode"))
-    for kept in (p.with_suffix(s) for p in (path, encoder) for s in (".pt2", ".log")):
-        kept.unlink(missing_ok=True)  # built by an earlier run: the steps are not on disk
-    assert compiled_module.auto_compile("cpu") == (True, "")
-    steps = CompiledSteps(model, background=True, warn=pytest.fail)
-    steps.RECHECK = 0.0
-    src = random_tokens(1, 8, vocab=50)
-    eager = greedy_search(model, src)[0]
-    meanwhile = greedy_search(steps, src)[0]
-    assert meanwhile.tokens == eager.tokens and steps.compiled_steps == 0
-    for _ in range(600):  # the builder: a fresh process
-        if path.exists() and not path.with_suffix(".building").exists():
-            break
-        time.sleep(0.5)
-    assert path.exists(), path.with_suffix(".log").read_text()
-    assert "built" in path.with_suffix(".log").read_text()
-    assert not encoder.exists()  # the encoder waits for a step kind
-    compiled = greedy_search(steps, src)[0]
-    assert compiled.tokens == eager.tokens and steps.compiled_steps > 0
-    assert compiled.score == pytest.approx(eager.score, abs=1e-5)
-    done = steps.compiled_steps
-    with torch.inference_mode():  # step by step, the log-probabilities within 1e-5
-        memory, src_mask, _ = model.encode(src)
-        eager_cache = model.init_cache(memory, src_mask, 20)
-        compiled_cache = steps.init_cache(memory, src_mask, 20)
-        tokens = torch.tensor([[cfg.bos_id]])
-        for _ in range(12):
-            want = model.decode_step(tokens, eager_cache).log_softmax(-1)
-            got = steps.decode_step(tokens, compiled_cache)
-            assert got.shape == want.shape == (1, 1, 50)
-            assert (got - want).abs().max() <= 1e-5
-            assert compiled_cache.length == eager_cache.length
-            tokens = want[:, -1].argmax(-1, keepdim=True)
-    assert steps.compiled_steps == done + 12
 
 
 def test_without_a_compiler_the_default_decodes_eagerly_and_says_so_once(
