@@ -67,18 +67,17 @@ def readings(m: torch.Tensor, empty: torch.Tensor) -> dict[str, set[tuple[int, i
     out = {"target->source argmax": forward, "both directions, intersection": sure,
            "grow-diag-final-and": joined, "grow-diag-final-and, intersection first": first}
     strongest = m.amax(0)  # each source word's largest weight from one target word
-    for least in (0.1, 0.2, 0.3):
-        what = " (what --alignments gives)" if least == HEAD_MIN_WEIGHT else ""
-        out[f"grow-diag-final-and, source words under {least} unaligned{what}"] = \
-            {(i, j) for i, j in joined if strongest[i] >= least}
-        what = " (what tags use)" if least == HEAD_MIN_WEIGHT else ""
-        out[f"grow-diag-final-and, intersection first, source words under {least} "
-            f"unaligned{what}"] = {(i, j) for i, j in first if strongest[i] >= least}
-    # target words that put more weight on the source's EOS than on any source word unaligned
+    # target words that put more weight on the source's EOS than on any source word
     nothing = {j for j in range(n_tgt) if empty[j] > m[j].max()}
-    for name in [k for k in out if "unaligned" in k]:
-        out[f"{name}, target words on EOS unaligned"] = {(i, j) for i, j in out[name]
-                                                         if j not in nothing}
+    for least in (0.1, 0.2, 0.3):
+        for links, label, use in ((joined, "grow-diag-final-and", "--alignments gives"),
+                                  (first, "grow-diag-final-and, intersection first",
+                                   "tags use")):
+            what = f" (what {use})" if least == HEAD_MIN_WEIGHT else ""
+            name = f"{label}, source words under {least} unaligned{what}"
+            out[name] = cut = {(i, j) for i, j in links if strongest[i] >= least}
+            out[f"{name}, target words on EOS unaligned"] = {(i, j) for i, j in cut
+                                                             if j not in nothing}
     for t in (0.2, 0.3, 0.4, 0.5):
         out[f"weight > {t}"] = {(i, j) for j in range(n_tgt) for i in range(n_src)
                                 if m[j, i] > t}

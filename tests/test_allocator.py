@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="glibc malloc settings")
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
+
 @pytest.mark.parametrize("keep,applied", [("0", "True"), ("1", "False")])
 def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
     # how many page faults they save is machine-dependent: docs/design.md, "Experiments behind
@@ -20,7 +22,6 @@ def test_allocator_settings_apply_once_unless_opted_out(keep, applied):
     assert out.split() == [applied, applied]
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
 @pytest.mark.parametrize("threshold", ["TRAIN_MMAP_THRESHOLD", "MMAP_THRESHOLD"])
 def test_training_steps_take_their_logits_from_pages_already_made(threshold):
     # logits and their gradient of 2,000 tokens x 10,000 entries (80 MB each, above the
@@ -55,7 +56,6 @@ for _ in range(8):
     assert reusing >= 4 if threshold == "TRAIN_MMAP_THRESHOLD" else reusing == 0
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
 @pytest.mark.parametrize("keep_mib,kept", [(4096, True), (0, False)])
 def test_a_kept_amount_past_what_glibc_takes_is_held_at_its_limit(keep_mib, kept):
     # `aiayn serve --keep-freed-mib 4096`: 4 GiB wrapped to 0 in mallopt's C int, which
