@@ -89,8 +89,8 @@ def test_resume_keeps_the_fitted_schedule_exactly(toy_data, tmp_path, monkeypatc
     from aiayn.train import trainer
     original = trainer._budget_spent
 
-    def stop_at_8(cfg_, state, start, world):  # stopped from outside, the budget unchanged
-        return "max_steps" if state.step == 8 else original(cfg_, state, start, world)
+    def stop_at_8(cfg_, state, start, world, device):  # stopped from outside, the budget kept
+        return "max_steps" if state.step == 8 else original(cfg_, state, start, world, device)
     monkeypatch.setattr(trainer, "_budget_spent", stop_at_8)
     train(toy_data, tmp_path / "two", cfg, progress=False, log=lambda *_: None)
     monkeypatch.undo()

@@ -82,6 +82,48 @@ train(sys.argv[1], sys.argv[2], cfg, progress=False, log=lambda *_: None)
 """
 
 
+def test_a_launched_process_trains_through_ddp_even_alone(toy_data, tmp_path, monkeypatch):
+    """torchrun --nproc-per-node 1 takes the path that many processes take (DDP, the
+    collectives), so that a launch checked on one GPU is the launch that runs on eight."""
+    import torch.distributed as dist
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}.items():
+        monkeypatch.setenv(name, value)
+    logged: list[str] = []
+    try:
+        summary = train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=3),
+                        progress=False, log=logged.append)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    assert summary["step"] == 3
+    assert any(line.startswith("model:") and line.endswith("1 process(es) on cpu (DDP over "
+                                                             "gloo)") for line in logged)
+
+
+def test_the_compiled_training_pass_equals_the_eager_one_over_20_steps(toy_data, tmp_path):
+    """--compile yes (torch.compile, Inductor, dynamic shapes): the same losses as eager
+    within 1e-5 in float32, compiled once for every batch shape."""
+    import torch._dynamo
+    settings = {**FAST, "model": {"dropout": 0.0}, "valid_every": 100,
+                "valid_bleu_sentences": 0}
+    quiet = dict(progress=False, log=lambda *_: None)
+    train(toy_data, tmp_path / "eager", TrainConfig(**settings, max_steps=20), **quiet)
+    torch._dynamo.reset()
+    logged: list[str] = []
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        train(toy_data, tmp_path / "compiled", TrainConfig(**settings, max_steps=20,
+                                                           compile="yes"),
+              progress=False, log=logged.append)
+    assert any(line.endswith("compiled (torch.compile)") for line in logged)
+    eager, compiled = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
+    assert list(eager) == list(compiled) == list(range(1, 21))
+    assert all(abs(eager[k] - compiled[k]) < 1e-5 for k in eager)
+
+
 def test_ddp_with_two_gloo_processes_equals_one_process_on_the_global_batch(toy_data, tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT)

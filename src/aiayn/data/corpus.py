@@ -8,6 +8,7 @@ is reproducible from (epoch, batch index) alone.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,26 +114,14 @@ class ParallelCorpus:
         (B, 1) label indices (and ``pad_id`` -1: every label counts)."""
         srcs = [self.ids("src", i) for i in indices]
         tgts = [self.ids("tgt", i) for i in indices]
-        b, pad = len(indices), cfg.pad_id
+        pad = cfg.pad_id
+        src = padded_rows(srcs, pad, last=cfg.eos_id)
         if self.labels is not None:  # text + EOS; the label index, no padding (pad_id -1)
-            src = torch.full((b, max(len(s) for s in srcs) + 1), pad, dtype=torch.long)
-            for row, s in enumerate(srcs):
-                src[row, :len(s)] = torch.from_numpy(s.astype(np.int64))
-                src[row, len(s)] = cfg.eos_id
             labels = torch.tensor([[int(t[0])] for t in tgts])
             return Batch(src, src, labels, -1)
-        src = torch.full((b, max(len(s) for s in srcs) + 1), pad, dtype=torch.long)
-        t = max(len(x) for x in tgts) + 1
-        tgt_in = torch.full((b, t), pad, dtype=torch.long)
-        tgt_out = torch.full((b, t), pad, dtype=torch.long)
-        for row, (s, x) in enumerate(zip(srcs, tgts)):
-            src[row, :len(s)] = torch.from_numpy(s.astype(np.int64))
-            src[row, len(s)] = cfg.eos_id
-            y = torch.from_numpy(x.astype(np.int64))
-            tgt_in[row, 0] = cfg.start_id
-            tgt_in[row, 1:len(y) + 1] = y
-            tgt_out[row, :len(y)] = y
-            tgt_out[row, len(y)] = cfg.eos_id
+        tgt_in = padded_rows(tgts, pad, first=cfg.start_id)
+        tgt_out = padded_rows(tgts, pad, last=cfg.eos_id)
+        b, t = tgt_in.shape
         alignment = None
         if self.links is not None:
             alignment = torch.zeros(b, t, src.size(1))
@@ -154,6 +143,26 @@ class ParallelCorpus:
         return out.div_(out.sum(1, keepdim=True).clamp_min(1.0))
 
 
+def padded_rows(rows: list[np.ndarray], pad: int, *, first: int | None = None,
+                last: int | None = None) -> Tensor:
+    """The rows as one (len(rows), longest + 1) int64 tensor padded with ``pad``, each row
+    after ``first`` or followed by ``last`` (one of them). Written by numpy in whole-array
+    passes: a loop over rows costs ~40 us a sentence, 27 ms a batch of 25,000 tokens."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    lead = int(first is not None)
+    out = np.full((len(rows), int(lengths.max(initial=0)) + 1), pad, dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    if lengths.sum():
+        which = np.repeat(np.arange(len(rows)), lengths)
+        where = np.arange(int(lengths.sum())) - np.repeat(starts, lengths) + lead
+        out[which, where] = np.concatenate(rows)
+    if first is not None:
+        out[:, 0] = first
+    if last is not None:
+        out[np.arange(len(rows)), lengths] = last
+    return torch.from_numpy(out)
+
+
 def split_lines(text: str) -> list[str]:
     """Text as sentences, one a line: split at "\n" alone, a CRLF's "\r" dropped. Other
     characters Python counts as line breaks (U+2028, U+0085, form feed...) stay inside their
@@ -172,13 +181,23 @@ class Batch:
     pad_id: int
     alignment: Tensor | None = None  # (B, T, S): guided alignment's targets, rows sum to 1 or 0
 
-    @property
+    @functools.cached_property
     def target_tokens(self) -> int:
         return int((self.tgt_out != self.pad_id).sum())
 
     def to(self, device: torch.device | str) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
-                     self.pad_id, None if self.alignment is None else self.alignment.to(device))
+        """The batch on ``device``, its token count taken here first (counting it there would
+        wait for the device). To a GPU the copies leave from pinned memory without waiting."""
+        device = torch.device(device)
+
+        def move(t: Tensor) -> Tensor:
+            if device.type == "cuda" and t.device.type == "cpu":
+                return t.pin_memory().to(device, non_blocking=True)
+            return t.to(device)
+        moved = Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.pad_id,
+                      None if self.alignment is None else move(self.alignment))
+        moved.__dict__["target_tokens"] = self.target_tokens
+        return moved
 
     def halves(self) -> list["Batch"]:
         """The batch as two of half its sentences (one, if it holds only one)."""

@@ -23,6 +23,7 @@ DECAYS = ("cosine", "inverse-sqrt")
 ARCHS = ("encoder-decoder", "decoder-only", "encoder")
 TASKS = ("translate", "classify")
 DEVICES = ("auto", "cpu", "cuda")
+COMPILE = ("no", "yes")
 
 
 def setting(default: Any, help: str, *, unit: str | None = None, choices: tuple | None = None,
@@ -96,6 +97,10 @@ class TrainConfig:
                              "native bf16 and bf16 products measure faster, else fp32); fp32; "
                              "bf16 (autocast, CPU or CUDA); fp16 (autocast + loss scaling, "
                              "CUDA)", choices=PRECISIONS)
+    compile: str = setting("no", "yes = the model's training pass through torch.compile "
+                           "(Inductor, dynamic shapes: compiled once, in the first steps, "
+                           "~2 minutes for `base` on a GPU); not yet measured faster "
+                           "(docs/design.md)", choices=COMPILE)
     valid_every: int = setting(500, "validate (loss, perplexity, BLEU) and checkpoint every "
                                "this many steps", unit="STEPS")
     valid_bleu_sentences: int = setting(200, "validation sentences decoded (greedy) for BLEU; "
@@ -237,7 +242,7 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
 # its softmax stay in the cores' L2 caches (a larger block is 1.3x slower there); elsewhere
 # 4 MiB, fewer kernel launches
 LOSS_CHUNK = 1 << 17
-LOSS_CHUNK_ACCELERATOR = 1 << 20
+LOSS_CHUNK_ACCELERATOR = 1 << 26
 
 
 def loss_rows(logits: Tensor) -> int:

@@ -8,6 +8,7 @@ import os
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 import torch
 import torch.distributed as dist
@@ -100,8 +101,20 @@ def rank_and_world() -> tuple[int, int]:
     return 0, 1
 
 
+def shape_free_attention() -> None:
+    """SDPA without its cuDNN kernels on CUDA: cuDNN builds a graph for every new shape, 10-14
+    ms of host time a call, and token batches change shape at every step (a `base` bf16 step
+    on an H200 took 445 ms with them, 63 ms with flash attention; docs/benchmarks.md, GPU)."""
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def _setup_distributed(device: torch.device) -> None:
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+    """A process group when a launcher started this process (torchrun sets its rank, the
+    world's size and where rank 0 listens), one process too: the same DDP path as on many."""
+    launched = all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR"))
+    if launched and not dist.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)  # (NCCL's collectives run on the current device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
 
 
@@ -121,6 +134,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     if cfg.precision == "fp16" and device.type != "cuda":
         raise UserError("--precision fp16 needs a CUDA device; on CPU use bf16")
     use_available_cores(cfg.threads)
+    if device.type == "cuda":
+        shape_free_attention()
     if device.type == "cpu":
         # every step's activations, logits and gradients reuse their pages
         cpu.reuse_freed_memory(mmap_threshold=cpu.TRAIN_MMAP_THRESHOLD)
@@ -195,14 +210,20 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     metrics = MetricsLog(run_dir, rank == 0, tolerate_errors=cfg.on_save_error == "continue",
                          log=log)
     metrics.truncate_after(state.step)
-    net = DistributedDataParallel(model) if world > 1 else model
+    distributed = dist.is_available() and dist.is_initialized()
+    net = DistributedDataParallel(model) if distributed else model
+    compiled = cfg.compile == "yes"
+    if compiled:  # (validation and checkpoints use `model`, not compiled)
+        net = cast(nn.Module, torch.compile(net, dynamic=True))
     scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
     if rank == 0:
         if precision_note:
             log(precision_note)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
-            f"{len(train_data):,} training pairs, {world} process(es) on {device}")
+            f"{len(train_data):,} training pairs, {world} process(es) on {device}"
+            + (f" (DDP over {dist.get_backend()})" if distributed else "")
+            + (", compiled (torch.compile)" if compiled else ""))
         if guided:
             log(f"guided alignment: head 1 of decoder layer {(model_cfg.alignment_layer or 0) + 1} "
                 f"learns the data's word alignments (weight {cfg.alignment_weight:g})")

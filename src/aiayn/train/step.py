@@ -31,14 +31,19 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     rank's summed smoothed loss, summed NLL, target tokens, and whether the step was finite.
     """
     _, world = rank_and_world()
-    ddp = net if isinstance(net, DistributedDataParallel) else None
-    step_tokens = torch.tensor(float(sum(b.target_tokens for b in micro)))
+    inner = _unwrap_compiled(net)
+    ddp = inner if isinstance(inner, DistributedDataParallel) else None
+    step_tokens = sum(b.target_tokens for b in micro)  # (counted on the host by `collate`)
     if world > 1:
-        dist.all_reduce(step_tokens)
+        shared = torch.tensor(float(step_tokens), device=device)
+        dist.all_reduce(shared)
+        step_tokens = int(shared.item())
     norm = world / float(step_tokens)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    loss_sum = nll_sum = 0.0
+    # the sums stay on the device, in float64 (as Python would sum the float32 losses), and
+    # are read once, with the gradient norm: one wait for the device a step, not one a batch
+    sums = torch.zeros(2, dtype=torch.float64, device=device)
     tokens = 0
     for i, batch in enumerate(micro):
         sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
@@ -51,8 +56,7 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
             if attention is not None and batch.alignment is not None:
                 total = loss + cfg.alignment_weight * alignment_loss(attention, batch.alignment)
             scaler.scale(total * norm).backward()
-        loss_sum += loss.item()
-        nll_sum += nll.item()
+        sums += torch.stack([loss.detach(), nll.detach()]).double()
         tokens += batch.target_tokens
     scaler.unscale_(optimizer)  # (a no-op unless fp16 loss scaling is on)
     grads = [p.grad for group in optimizer.param_groups for p in group["params"]
@@ -62,7 +66,8 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
             [p for group in optimizer.param_groups for p in group["params"]], cfg.clip_norm)
     else:
         grad_norm = nn.utils.get_total_norm(grads)
-    finite = bool(torch.isfinite(grad_norm)) and math.isfinite(loss_sum)
+    loss_sum, nll_sum, norm_value = torch.cat([sums, grad_norm.double().reshape(1)]).tolist()
+    finite = math.isfinite(norm_value) and math.isfinite(loss_sum)
     if finite or scaler.is_enabled():  # fp16: the scaler skips such a step and lowers its scale
         scaler.step(optimizer)
     scaler.update()
@@ -72,7 +77,8 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
 
 def forward(net: nn.Module, batch: Batch) -> torch.Tensor:
     """Teacher-forced logits: the translation model reads the source, the LM the target alone."""
-    module = net.module if isinstance(net, DistributedDataParallel) else net
+    module = _unwrap_compiled(net)
+    module = module.module if isinstance(module, DistributedDataParallel) else module
     if isinstance(module, LanguageModel):
         return net(batch.tgt_in)
     if isinstance(module, EncoderModel):  # (B, 1, classes): one prediction per text
@@ -83,10 +89,26 @@ def forward(net: nn.Module, batch: Batch) -> torch.Tensor:
 def forward_aligned(net: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``forward``'s logits, and the alignment head's (B, T, S) weights when the batch carries
     alignment targets (guided alignment)."""
-    if batch.alignment is None:
-        return forward(net, batch), None
-    logits, attention = net(batch.src, batch.tgt_in, return_alignment=True)
-    return logits, attention
+    with _shape_settings(net):
+        if batch.alignment is None:
+            return forward(net, batch), None
+        logits, attention = net(batch.src, batch.tgt_in, return_alignment=True)
+        return logits, attention
+
+
+def _shape_settings(net: nn.Module):
+    """The setting a compiled model runs (and compiles) under: batch shapes vary, and one
+    graph serves them all without Dynamo's guess that a source and a target of the same
+    length in the first batch always have the same length (which compiles a second graph)."""
+    if _unwrap_compiled(net) is net:
+        return nullcontext()
+    from torch.fx.experimental import _config as shapes
+    return shapes.patch(use_duck_shape=False)  # type: ignore[attr-defined]
+
+
+def _unwrap_compiled(net: nn.Module) -> nn.Module:
+    """The module that ``torch.compile`` wrapped (``--compile yes``), else ``net``."""
+    return getattr(net, "_orig_mod", net)
 
 
 def alignment_loss(attention: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -80,7 +80,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
     start_time, start_step = time.monotonic(), state.step
     bar = _progress_bar(cfg, state) if progress and run.is_main else None
     window, last_saved, summary = Window.resumed(state.window), -1, {}
-    stop = _budget_spent(cfg, state, start_time, run.world)
+    stop = _budget_spent(cfg, state, start_time, run.world, run.device)
     if stop:  # resumed at its last step (stopped before its average was written, say)
         last_saved = state.step
         if run.is_main:
@@ -109,7 +109,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
                                 tok_s=f"{record['tokens_per_s']:.0f}",
                                 mfu=f"{record.get('mfu', 0):.0%}")
             window = Window()
-        stop = _budget_spent(cfg, state, start_time, run.world)
+        stop = _budget_spent(cfg, state, start_time, run.world, run.device)
         if preemption.received is not None:  # a checkpoint, no validation: resume is exact
             stop = "signal"
             break
@@ -230,7 +230,8 @@ def _micro_batches(run: Run) -> Iterator[list[Batch]]:
         state.epoch, state.batch = state.epoch + 1, 0
 
 
-def _budget_spent(cfg: TrainConfig, state: TrainState, start_time: float, world: int) -> str:
+def _budget_spent(cfg: TrainConfig, state: TrainState, start_time: float, world: int,
+                  device: torch.device) -> str:
     """Why training stops now ("max_steps", "max_minutes"), or "" to go on."""
     stop = ""
     if cfg.max_steps and state.step >= cfg.max_steps:
@@ -238,7 +239,7 @@ def _budget_spent(cfg: TrainConfig, state: TrainState, start_time: float, world:
     elif cfg.max_minutes and (time.monotonic() - start_time) / 60 >= cfg.max_minutes:
         stop = "max_minutes"
     if world > 1:  # every rank stops together, whatever its clock says
-        flag = torch.tensor(float(bool(stop)))
+        flag = torch.tensor(float(bool(stop)), device=device)  # (NCCL reduces GPU tensors)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         stop = stop or ("max_minutes" if flag.item() else "")
     return stop
