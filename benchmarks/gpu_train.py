@@ -1,0 +1,128 @@
+"""Training throughput and model FLOPs utilization on a GPU, by hand on a GPU machine.
+
+Each configuration (preset x precision x ``--compile``) trains in its own process, built by the
+trainer's own ``setup`` (the model, fused Adam, the loss scaler, DDP or ``torch.compile`` as
+``aiayn train`` builds them) and stepped by its ``fitting_step`` over its own batches
+(``--max-tokens`` padded tokens per side). ``--warmup`` steps run untimed (a compiled model
+compiles in them; their seconds are printed), then ``--steps`` timed ones between two device
+synchronizations. Printed per configuration: target tokens/s, milliseconds a step, the step's
+model FLOPs (``aiayn.train.metrics.training_flops``, as the training log counts them) per
+second, and MFU twice: over the product rate measured on this GPU in that precision (the
+training log's denominator, ``peak_flops``) and over the card's nominal dense peak where it is
+known (NVIDIA's datasheet: 989 TFLOP/s bf16 and fp16 for the H100 SXM and the H200).
+
+    PYTHONPATH=src python3 benchmarks/gpu_train.py --data DIR --sizes base big \\
+        --precisions bf16 fp16 --compile no yes --max-tokens 25000
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+NOMINAL = {"H100": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
+           "H200": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12}}
+
+
+def worker(shape: dict) -> dict:
+    import torch
+
+    from aiayn.runtime.hardware import peak_flops
+    from aiayn.train.metrics import training_flops
+    from aiayn.train.recipe import TrainConfig
+    from aiayn.train.setup import setup
+    from aiayn.train.step import fitting_step
+    from aiayn.train.trainer import _micro_batches
+
+    cfg = TrainConfig(preset=shape["size"], precision=shape["precision"],
+                      max_tokens=shape["max_tokens"], grad_accum=shape["grad_accum"],
+                      compile=shape["compile"], valid_bleu_sentences=0,
+                      device=shape["device"])
+    with tempfile.TemporaryDirectory() as tmp:
+        run = setup(Path(shape["data"]), Path(tmp) / "run", cfg, resume=False,
+                    log=lambda line: print(line, file=sys.stderr))
+        device = run.device
+
+        def synchronize() -> None:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+        batches = _micro_batches(run)
+        synchronize()
+        start = time.perf_counter()
+        warm_seconds = tokens = flops = 0.0
+        for i in range(shape["warmup"] + shape["steps"]):
+            if i == shape["warmup"]:
+                synchronize()
+                warm_seconds = time.perf_counter() - start
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats(device)
+                start = time.perf_counter()
+            micro = next(batches)
+            _, _, step_tokens, _ = fitting_step(run, micro, 1e-4, print)
+            run.state.batch += cfg.grad_accum  # (as the training loop advances it)
+            if i >= shape["warmup"]:
+                tokens += step_tokens
+                flops += sum(training_flops(cfg.arch, run.model_cfg, tuple(b.src.shape),
+                                            tuple(b.tgt_in.shape)) for b in micro)
+        synchronize()
+        seconds = time.perf_counter() - start
+        cuda = device.type == "cuda"
+        name = torch.cuda.get_device_name(device) if cuda else "cpu"
+        peak = peak_flops(device, run.cfg.precision)
+        nominal = next((v[run.cfg.precision] for k, v in NOMINAL.items() if k in name), None)
+        return {**{k: shape[k] for k in ("size", "precision", "compile", "max_tokens")},
+                "device": name, "tokens_per_s": tokens / seconds,
+                "step_ms": 1000 * seconds / shape["steps"], "tflops": flops / seconds / 1e12,
+                "mfu": flops / seconds / peak, "peak_tflops": peak / 1e12,
+                "mfu_nominal": flops / seconds / nominal if nominal else None,
+                "warmup_s": warm_seconds,
+                "memory_gib": torch.cuda.max_memory_allocated(device) / 2 ** 30 if cuda else 0}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", help="a directory written by `aiayn prepare`")
+    ap.add_argument("--sizes", nargs="+", default=["base", "big"])
+    ap.add_argument("--precisions", nargs="+", default=["bf16", "fp16"])
+    ap.add_argument("--compile", nargs="+", default=["no", "yes"])
+    ap.add_argument("--max-tokens", type=int, nargs="+", default=[25000])
+    ap.add_argument("--grad-accum", type=int, default=1)
+    ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script")
+    ap.add_argument("--warmup", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return
+    print("| preset | precision | compiled | max tokens | target tok/s | ms/step | model "
+          "TFLOP/s | MFU (measured peak) | MFU (nominal) | warm-up s | memory GiB |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    for size, precision, compiled, max_tokens in itertools.product(
+            args.sizes, args.precisions, args.compile, args.max_tokens):
+        shape = {"data": args.data, "size": size, "precision": precision, "compile": compiled,
+                 "max_tokens": max_tokens, "grad_accum": args.grad_accum, "device": args.device,
+                 "warmup": args.warmup, "steps": args.steps}
+        done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(shape)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"| {size} | {precision} | {compiled} | {max_tokens} | failed: "
+                  f"{done.stderr.strip().splitlines()[-1:]} |", flush=True)
+            print(done.stderr[-3000:], file=sys.stderr)
+            continue
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        nominal = f"{r['mfu_nominal']:.1%}" if r["mfu_nominal"] else "-"
+        print(f"| {size} | {precision} | {compiled} | {max_tokens:,} | "
+              f"{r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} | {r['tflops']:.1f} | "
+              f"{r['mfu']:.1%} of {r['peak_tflops']:.0f} | {nominal} | {r['warmup_s']:.1f} | "
+              f"{r['memory_gib']:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
