@@ -39,6 +39,7 @@ from .glossary import Glossary
 from .model import Transformer
 from .runtime import cpu
 from .runtime.compiled import CompiledSteps, auto_compile
+from .runtime.hardware import shape_free_attention
 from .runtime.threads import use_available_cores
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ class Translator:
                                 "the same prepared data")
         models: list[Any] = [one.model(Transformer) for one in checkpoints]  # Seq2Seq modules
         protect = any(one.placeholders for one in checkpoints)
+        if torch.device(device).type == "cuda":
+            shape_free_attention()
         if device == "cpu":
             use_available_cores()  # one thread per core this process may use
             cpu.reuse_freed_memory()  # decoding steps reuse their buffers' pages

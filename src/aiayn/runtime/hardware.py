@@ -180,3 +180,11 @@ def choose_precision(device: torch.device) -> Choice:
     if device.type == "cpu":
         return _cpu_choice()
     return Choice("fp32", f"{device.type} device")
+
+
+def shape_free_attention() -> None:
+    """SDPA without its cuDNN kernels, set where a model trains or is loaded on CUDA. cuDNN
+    (16-bit inputs only) builds a graph for every new shape, 10-14 ms of host time a call, and
+    token batches change shape at every step (a `base` bf16 training step on an H200 took 445
+    ms with it, 63 ms with flash attention; docs/benchmarks.md, GPU). Process-wide."""
+    torch.backends.cuda.enable_cudnn_sdp(False)

@@ -23,7 +23,7 @@ from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..model import build_model
 from ..runtime import cpu
-from ..runtime.hardware import choose_precision
+from ..runtime.hardware import choose_precision, shape_free_attention
 from ..runtime.threads import use_available_cores
 from .metrics import MetricsLog
 from .recipe import PRECISIONS, TrainConfig
@@ -99,13 +99,6 @@ def rank_and_world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
-
-
-def shape_free_attention() -> None:
-    """SDPA without its cuDNN kernels on CUDA: cuDNN builds a graph for every new shape, 10-14
-    ms of host time a call, and token batches change shape at every step (a `base` bf16 step
-    on an H200 took 445 ms with them, 63 ms with flash attention; docs/benchmarks.md, GPU)."""
-    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def _setup_distributed(device: torch.device) -> None:
