@@ -14,6 +14,7 @@ DATA=${DATA:-$OUT/data}
 PARTS=${PARTS:-1 2}
 CORPUS=src/aiayn/data/demo
 mkdir -p "$OUT"
+lscpu | grep -E "^(Model name|CPU\(s\)|Flags)" || true
 $PY -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ ! -d "$DATA" ]; then
