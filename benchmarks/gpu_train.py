@@ -42,7 +42,7 @@ def worker(shape: dict) -> dict:
 
     cfg = TrainConfig(preset=shape["size"], precision=shape["precision"],
                       max_tokens=shape["max_tokens"], grad_accum=shape["grad_accum"],
-                      compile=shape["compile"], valid_bleu_sentences=0,
+                      compile=shape["compile"] == "yes", valid_bleu_sentences=0,
                       device=shape["device"])
     with tempfile.TemporaryDirectory() as tmp:
         run = setup(Path(shape["data"]), Path(tmp) / "run", cfg, resume=False,
@@ -90,7 +90,8 @@ def main() -> None:
     ap.add_argument("--data", help="a directory written by `aiayn prepare`")
     ap.add_argument("--sizes", nargs="+", default=["base", "big"])
     ap.add_argument("--precisions", nargs="+", default=["bf16", "fp16"])
-    ap.add_argument("--compile", nargs="+", default=["no", "yes"])
+    ap.add_argument("--compile", nargs="+", default=["no", "yes"], choices=["no", "yes"],
+                    help="eager (no), `aiayn train --compile` (yes), or both")
     ap.add_argument("--max-tokens", type=int, nargs="+", default=[25000])
     ap.add_argument("--grad-accum", type=int, default=1)
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script")

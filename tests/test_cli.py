@@ -165,3 +165,13 @@ def test_every_flag_says_what_it_does():
         for action in sub._actions:
             if action.option_strings and action.help != "==SUPPRESS==":
                 assert action.help, f"{name} {action.option_strings} has no help"
+
+
+def test_a_yes_or_no_setting_is_a_flag_and_its_negation():
+    from aiayn.cli import build_parser
+    from aiayn.cli.training import _train_config
+    parser = build_parser()
+    base = ["train", "--data", "d", "--out", "o"]
+    assert _train_config(parser.parse_args(base + ["--compile"])).compile is True
+    assert _train_config(parser.parse_args(base + ["--no-compile"])).compile is False
+    assert _train_config(parser.parse_args(base)).compile is False

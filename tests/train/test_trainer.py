@@ -105,7 +105,7 @@ def test_a_launched_process_trains_through_ddp_even_alone(toy_data, tmp_path, mo
 
 
 def test_the_compiled_training_pass_equals_the_eager_one_over_20_steps(toy_data, tmp_path):
-    """--compile yes (torch.compile, Inductor, dynamic shapes): the same losses as eager
+    """--compile (torch.compile, Inductor, dynamic shapes): the same losses as eager
     within 1e-5 in float32, compiled once for every batch shape."""
     import torch._dynamo
     settings = {**FAST, "model": {"dropout": 0.0}, "valid_every": 100,
@@ -116,7 +116,7 @@ def test_the_compiled_training_pass_equals_the_eager_one_over_20_steps(toy_data,
     logged: list[str] = []
     with torch._dynamo.config.patch(error_on_recompile=True):
         train(toy_data, tmp_path / "compiled", TrainConfig(**settings, max_steps=20,
-                                                           compile="yes"),
+                                                           compile=True),
               progress=False, log=logged.append)
     assert any(line.endswith("compiled (torch.compile)") for line in logged)
     eager, compiled = losses(tmp_path / "eager"), losses(tmp_path / "compiled")

@@ -29,7 +29,11 @@ def add_train(sub) -> None:
                    help="a ModelConfig override, e.g. --model norm=pre (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     for f in dataclasses.fields(TrainConfig):  # one flag per setting, with the setting's help
-        if f.metadata["flag"]:
+        if f.metadata["flag"] and isinstance(f.default, bool):  # --name / --no-name
+            p.add_argument("--" + f.name.replace("_", "-"), default=None,
+                           action=argparse.BooleanOptionalAction,
+                           help=f"{f.metadata['help']} (default: {f.default})".replace("%", "%%"))
+        elif f.metadata["flag"]:
             p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
                            choices=f.metadata["choices"], metavar=f.metadata["unit"],
                            help=f"{f.metadata['help']} (default: {f.default})".replace("%", "%%"))

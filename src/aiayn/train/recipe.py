@@ -23,7 +23,6 @@ DECAYS = ("cosine", "inverse-sqrt")
 ARCHS = ("encoder-decoder", "decoder-only", "encoder")
 TASKS = ("translate", "classify")
 DEVICES = ("auto", "cpu", "cuda")
-COMPILE = ("no", "yes")
 
 
 def setting(default: Any, help: str, *, unit: str | None = None, choices: tuple | None = None,
@@ -97,10 +96,10 @@ class TrainConfig:
                              "native bf16 and bf16 products measure faster, else fp32); fp32; "
                              "bf16 (autocast, CPU or CUDA); fp16 (autocast + loss scaling, "
                              "CUDA)", choices=PRECISIONS)
-    compile: str = setting("no", "yes = the model's training pass through torch.compile "
-                           "(Inductor, dynamic shapes: compiled once, in the first steps, "
-                           "~2 minutes for `base` on a GPU); not yet measured faster "
-                           "(docs/design.md)", choices=COMPILE)
+    compile: bool = setting(False, "the model's training pass through torch.compile "
+                            "(Inductor, dynamic shapes: compiled once, in the first steps, "
+                            "~2 minutes for `base` on a GPU); not yet measured faster "
+                            "(docs/design.md)")
     valid_every: int = setting(500, "validate (loss, perplexity, BLEU) and checkpoint every "
                                "this many steps", unit="STEPS")
     valid_bleu_sentences: int = setting(200, "validation sentences decoded (greedy) for BLEU; "
@@ -131,6 +130,8 @@ class TrainConfig:
                      "valid_bleu_sentences"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 fail(name, "must be a non-negative integer")
+        if not isinstance(self.compile, bool):
+            fail("compile", "must be true or false")
         if not 0.0 <= self.label_smoothing < 1.0:
             fail("label_smoothing", "must be in [0, 1)")
         if self.lr_scale <= 0:

@@ -205,7 +205,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     metrics.truncate_after(state.step)
     distributed = dist.is_available() and dist.is_initialized()
     net = DistributedDataParallel(model) if distributed else model
-    compiled = cfg.compile == "yes"
+    compiled = cfg.compile
     if compiled:  # (validation and checkpoints use `model`, not compiled)
         net = cast(nn.Module, torch.compile(net, dynamic=True))
     scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")

@@ -107,7 +107,7 @@ def _shape_settings(net: nn.Module):
 
 
 def _unwrap_compiled(net: nn.Module) -> nn.Module:
-    """The module that ``torch.compile`` wrapped (``--compile yes``), else ``net``."""
+    """The module that ``torch.compile`` wrapped (``aiayn train --compile``), else ``net``."""
     return getattr(net, "_orig_mod", net)
 
 
