@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import torch
+
 from aiayn.cli import main
 from tests.conftest import toy_pairs, write_pairs
 
@@ -107,6 +109,19 @@ def test_missing_and_corrupt_checkpoints_are_clear_errors(tiny_checkpoint, tmp_p
     (broken / "checksums.json").unlink()  # unverified (an older checkpoint): parsed, refused
     (broken / "config.json").write_text("{not json")
     fails(capsys, ["translate", "--checkpoint", str(broken)], "config.json: corrupt or invalid")
+
+
+def test_a_device_that_is_not_there_is_a_clear_error(tiny_checkpoint, tmp_path, capsys):
+    for name in ("src", "ref"):
+        (tmp_path / name).write_text("a b\n")
+    evaluate = ["evaluate", "--src", str(tmp_path / "src"), "--ref", str(tmp_path / "ref")]
+    for command in (["translate"], evaluate):
+        argv = [*command, "--checkpoint", str(tiny_checkpoint), "--device"]
+        fails(capsys, argv + ["gpu"], "--device gpu: expected cpu or cuda (cuda:N")
+        fails(capsys, argv + ["cuda:x"], "--device cuda:x: expected cpu or cuda")
+        if not torch.cuda.is_available():
+            fails(capsys, argv + ["cuda"], "--device cuda: no CUDA device is available; use "
+                                           "--device cpu")
 
 
 def test_a_user_error_prints_one_line_and_no_traceback(tmp_path):

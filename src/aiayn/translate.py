@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,11 @@ class Translator:
         shape decodes, eager steps meanwhile; True: compiled in this process before the first
         step that needs it; False: eager steps.
         """
+        kind = device.split(":")[0]
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+            raise UserError(f"--device {device}: expected cpu or cuda (cuda:N for one GPU)")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise UserError(f"--device {device}: no CUDA device is available; use --device cpu")
         if int8 and device != "cpu":
             raise UserError("--int8 runs on the CPU only; drop --device or --int8")
         if compile and device != "cpu":
@@ -118,7 +124,7 @@ class Translator:
                                 "the same prepared data")
         models: list[Any] = [one.model(Transformer) for one in checkpoints]  # Seq2Seq modules
         protect = any(one.placeholders for one in checkpoints)
-        if torch.device(device).type == "cuda":
+        if kind == "cuda":
             shape_free_attention()
         if device == "cpu":
             use_available_cores()  # one thread per core this process may use

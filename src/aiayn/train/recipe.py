@@ -240,8 +240,9 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
 
 
 # vocabulary entries the loss handles at once: on the CPU 512 KiB in float32, so a block and
-# its softmax stay in the cores' L2 caches (a larger block is 1.3x slower there); elsewhere
-# 4 MiB, fewer kernel launches
+# its softmax stay in the cores' L2 caches (a larger block is 1.3x slower there); on a GPU
+# 256 MiB, one block or a few a step (at 1M entries a `base` step of 25,000 tokens launched
+# ~190 blocks' kernels, on a host already behind the GPU)
 LOSS_CHUNK = 1 << 17
 LOSS_CHUNK_ACCELERATOR = 1 << 26
 
