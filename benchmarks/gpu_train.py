@@ -10,6 +10,8 @@ model FLOPs (``aiayn.train.metrics.training_flops``, as the training log counts 
 second, and MFU twice: over the product rate measured on this GPU in that precision (the
 training log's denominator, ``peak_flops``) and over the card's nominal dense peak where it is
 known (NVIDIA's datasheet: 989 TFLOP/s bf16 and fp16 for the H100 SXM and the H200).
+``--profile`` adds, per configuration, the operators that take the host's and the device's time
+over three more steps (torch.profiler; how the cuDNN attention's per-shape cost was found).
 
     PYTHONPATH=src python3 benchmarks/gpu_train.py --data DIR --sizes base big \\
         --precisions bf16 fp16 --compile no yes --max-tokens 25000
@@ -72,6 +74,19 @@ def worker(shape: dict) -> dict:
                                             tuple(b.tgt_in.shape)) for b in micro)
         synchronize()
         seconds = time.perf_counter() - start
+        if shape["profile"]:  # where three more steps go, on the host and on the device
+            from torch.profiler import ProfilerActivity, profile
+            kinds = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
+                                              if device.type == "cuda" else [])
+            with profile(activities=kinds) as prof:
+                for _ in range(3):
+                    fitting_step(run, next(batches), 1e-4, print)
+                    run.state.batch += cfg.grad_accum
+                synchronize()
+            table = prof.key_averages()
+            for key in ("self_cpu_time_total", "self_device_time_total")[:len(kinds)]:
+                print(table.table(sort_by=key, row_limit=15, max_name_column_width=48),
+                      file=sys.stderr)
         cuda = device.type == "cuda"
         name = torch.cuda.get_device_name(device) if cuda else "cpu"
         peak = peak_flops(device, run.cfg.precision)
@@ -95,6 +110,9 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, nargs="+", default=[25000])
     ap.add_argument("--grad-accum", type=int, default=1)
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the timed steps, three more under torch.profiler: the "
+                         "operators that take the host's and the device's time (stderr)")
     ap.add_argument("--warmup", type=int, default=8)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -109,6 +127,7 @@ def main() -> None:
             args.sizes, args.precisions, args.compile, args.max_tokens):
         shape = {"data": args.data, "size": size, "precision": precision, "compile": compiled,
                  "max_tokens": max_tokens, "grad_accum": args.grad_accum, "device": args.device,
+                 "profile": args.profile,
                  "warmup": args.warmup, "steps": args.steps}
         done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(shape)],
                               capture_output=True, text=True)
@@ -117,6 +136,11 @@ def main() -> None:
                   f"{done.stderr.strip().splitlines()[-1:]} |", flush=True)
             print(done.stderr[-3000:], file=sys.stderr)
             continue
+        if args.profile:
+            print(f"{size} {precision} compiled={compiled} {max_tokens}:\n"
+                  + "\n".join(line for line in done.stderr.splitlines()
+                              if not line.startswith(("model:", "precision:", "USDT"))),
+                  file=sys.stderr)
         r = json.loads(done.stdout.strip().splitlines()[-1])
         nominal = f"{r['mfu_nominal']:.1%}" if r["mfu_nominal"] else "-"
         print(f"| {size} | {precision} | {compiled} | {max_tokens:,} | "
