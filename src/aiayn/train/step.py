@@ -102,7 +102,9 @@ def _shape_settings(net: nn.Module):
     length in the first batch always have the same length (which compiles a second graph)."""
     if _unwrap_compiled(net) is net:
         return nullcontext()
-    from torch.fx.experimental import _config as shapes
+    from torch.fx.experimental import _config as shapes  # (private: a second graph without)
+    if not hasattr(shapes, "use_duck_shape"):
+        return nullcontext()
     return shapes.patch(use_duck_shape=False)  # type: ignore[attr-defined]
 
 
