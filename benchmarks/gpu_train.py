@@ -50,44 +50,45 @@ def worker(shape: dict) -> dict:
         run = setup(Path(shape["data"]), Path(tmp) / "run", cfg, resume=False,
                     log=lambda line: print(line, file=sys.stderr))
         device = run.device
+        cuda = device.type == "cuda"
+        batches = _micro_batches(run)
 
         def synchronize() -> None:
-            if device.type == "cuda":
+            if cuda:
                 torch.cuda.synchronize(device)
-        batches = _micro_batches(run)
-        synchronize()
-        start = time.perf_counter()
-        warm_seconds = tokens = flops = 0.0
-        for i in range(shape["warmup"] + shape["steps"]):
-            if i == shape["warmup"]:
-                synchronize()
-                warm_seconds = time.perf_counter() - start
-                if device.type == "cuda":
-                    torch.cuda.reset_peak_memory_stats(device)
-                start = time.perf_counter()
+
+        def step() -> tuple[int, float]:
+            """One step as the training loop takes it: its target tokens and model FLOPs."""
             micro = next(batches)
             _, _, step_tokens, _ = fitting_step(run, micro, 1e-4, print)
             run.state.batch += cfg.grad_accum  # (as the training loop advances it)
-            if i >= shape["warmup"]:
-                tokens += step_tokens
-                flops += sum(training_flops(cfg.arch, run.model_cfg, tuple(b.src.shape),
-                                            tuple(b.tgt_in.shape)) for b in micro)
+            return step_tokens, sum(training_flops(cfg.arch, run.model_cfg,
+                                                   tuple(b.src.shape), tuple(b.tgt_in.shape))
+                                    for b in micro)
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(shape["warmup"]):
+            step()
+        synchronize()
+        warm_seconds = time.perf_counter() - start
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+        start = time.perf_counter()
+        timed = [step() for _ in range(shape["steps"])]
         synchronize()
         seconds = time.perf_counter() - start
+        tokens, flops = sum(t for t, _ in timed), sum(f for _, f in timed)
         if shape["profile"]:  # where three more steps go, on the host and on the device
             from torch.profiler import ProfilerActivity, profile
-            kinds = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
-                                              if device.type == "cuda" else [])
+            kinds = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
             with profile(activities=kinds) as prof:
                 for _ in range(3):
-                    fitting_step(run, next(batches), 1e-4, print)
-                    run.state.batch += cfg.grad_accum
+                    step()
                 synchronize()
             table = prof.key_averages()
             for key in ("self_cpu_time_total", "self_device_time_total")[:len(kinds)]:
                 print(table.table(sort_by=key, row_limit=15, max_name_column_width=48),
                       file=sys.stderr)
-        cuda = device.type == "cuda"
         name = torch.cuda.get_device_name(device) if cuda else "cpu"
         peak = peak_flops(device, run.cfg.precision)
         nominal = next((v[run.cfg.precision] for k, v in NOMINAL.items() if k in name), None)

@@ -82,13 +82,18 @@ train(sys.argv[1], sys.argv[2], cfg, progress=False, log=lambda *_: None)
 """
 
 
+def free_port() -> int:
+    """A free port on 127.0.0.1 for a process group's rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def test_a_launched_process_trains_through_ddp_even_alone(toy_data, tmp_path, monkeypatch):
     """torchrun --nproc-per-node 1 takes the path that many processes take (DDP, the
     collectives), so that a launch checked on one GPU is the launch that runs on eight."""
     import torch.distributed as dist
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}.items():
         monkeypatch.setenv(name, value)
@@ -128,9 +133,7 @@ def test_ddp_with_two_gloo_processes_equals_one_process_on_the_global_batch(toy_
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with socket.socket() as probe:  # a free port for the rendezvous
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                     "--master-addr", "127.0.0.1", "--master-port", str(port), str(script),
                     str(toy_data), str(tmp_path / "ddp"), "1"],
