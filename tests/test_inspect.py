@@ -108,6 +108,19 @@ def test_source_words_without_enough_attention_stay_unaligned():
     assert model_alignments(maps, cfg) == word_alignments(maps, 0, head=0, min_weight=0.2)
 
 
+def test_an_aligner_is_read_from_the_row_fed_each_piece():
+    """A model with an aligner: target piece t's links come from the aligner's row t + 1 (the
+    query fed that piece), not from the cross-attention row that predicts it."""
+    src, tgt = ["\u2581a", "\u2581b", "</s>"], ["<s>", "\u2581x", "\u2581y"]
+    head = torch.tensor([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.1, 0.1, 0.8]])
+    aligner = torch.tensor([[0.3, 0.3, 0.4], [0.05, 0.9, 0.05], [0.9, 0.05, 0.05]])
+    maps = AttentionMaps(src, tgt, [], [], [head[None]], aligner=aligner)
+    cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=1,
+                      n_decoder_layers=1, d_ff=8, aligner=True)
+    assert model_alignments(maps, cfg) == [(0, 1), (1, 0)]  # x - b, y - a
+    assert word_alignments(maps, 0, head=0) == [(0, 0), (1, 1)]  # the head's rows, unshifted
+
+
 def test_grow_diag_final_and_symmetrizes_two_directions():
     forward = {(0, 0), (1, 1), (2, 1), (3, 3)}
     backward = {(0, 0), (1, 1), (2, 2), (4, 4)}

@@ -81,6 +81,10 @@ class ModelConfig:
             on word alignments (guided alignment, Garg et al. 2019; Marian's
             ``--guided-alignment``) and gives ``--alignments`` and inline tags their links;
             None: not trained, the links come from every layer and head averaged.
+        aligner: a separate attention head beside the model (``Transformer.aligner``), trained
+            on word alignments and read for them in place of ``alignment_layer``'s head: its
+            own projections over the decoder's output and the encoder's, its output unused;
+            the row fed target piece t aligns piece t (Chen et al. 2020's shift).
     """
 
     vocab_size: int = 8000
@@ -110,6 +114,7 @@ class ModelConfig:
     eos_id: int = EOS_ID
     decoder_start: str = "bos"
     alignment_layer: int | None = None
+    aligner: bool = False
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:
@@ -146,7 +151,8 @@ class ModelConfig:
             fail("layer_norm_eps", "must be positive")
         if self.sinusoid_layout == "halves" and self.d_model % 2:
             fail("sinusoid_layout", "'halves' needs an even d_model")
-        for name in ("share_embeddings", "tie_output", "scale_embeddings", "output_bias"):
+        for name in ("share_embeddings", "tie_output", "scale_embeddings", "output_bias",
+                     "aligner"):
             if not isinstance(getattr(self, name), bool):
                 fail(name, "must be true or false")
         if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
@@ -157,6 +163,8 @@ class ModelConfig:
         ):
             fail("alignment_layer", f"must be a decoder layer in [0, {self.n_decoder_layers}) "
                  "or null")
+        if self.aligner and self.alignment_layer is not None:
+            fail("aligner", "and alignment_layer are two places for one alignment: set one")
         if self.bos_id is None and self.decoder_start == "bos":
             fail("bos_id", "may be null only with decoder_start 'pad'")
         ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id,

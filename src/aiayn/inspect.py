@@ -33,6 +33,8 @@ class AttentionMaps:
             pieces); row t of a decoder map is
             the query that predicts target piece t.
         encoder: per layer (H, S, S); decoder: per layer (H, T, T); cross: per layer (H, T, S).
+        aligner: (T, S), the aligner's weights where the model has one
+            (``ModelConfig.aligner``); its row t + 1 aligns target piece t.
     """
 
     src_tokens: list[str]
@@ -40,6 +42,7 @@ class AttentionMaps:
     encoder: list[Tensor]
     decoder: list[Tensor]
     cross: list[Tensor]
+    aligner: Tensor | None = None
 
     def axes(self, kind: str) -> tuple[list[str], list[str]]:
         """(query labels, key labels) of one kind of map."""
@@ -61,12 +64,14 @@ def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> 
         encoder=[w[0].float() for w in weights.encoder],
         decoder=[w[0].float() for w in weights.decoder],
         cross=[w[0].float() for w in weights.cross],
+        aligner=None if weights.aligner is None else weights.aligner[0].float(),
     )
 
 
 # ------------------------------------------------------------------------ alignments
 def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int | None = None,
-                    sure_first: bool = False, min_weight: float = 0.0) -> list[tuple[int, int]]:
+                    sure_first: bool = False, min_weight: float = 0.0,
+                    aligner: bool = False) -> list[tuple[int, int]]:
     """Source-target word alignments from cross-attention, as (source word, target word) pairs.
 
     The weights of every decoder layer averaged (or of ``layer``), and over heads; the attention
@@ -87,11 +92,19 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     much of its attention on it (a target word's weights averaged over its pieces); the others
     are left unaligned, as a statistical aligner leaves words with no counterpart ("will" of
     "will go" -> "irá").
+
+    ``aligner``: the weights of the model's aligner instead (``maps.aligner``), a target
+    piece's row being the one it is fed to.
     """
-    stack = torch.stack(maps.cross) if layer is None else maps.cross[layer][None]  # (L, H, T, S)
-    if head is not None:
-        stack = stack[:, head:head + 1]
-    weights = stack.mean((0, 1))  # (T, S)
+    if aligner:
+        assert maps.aligner is not None
+        weights = maps.aligner[1:]  # (T, S): row t + 1 aligns target piece t
+    else:
+        stack = (torch.stack(maps.cross) if layer is None
+                 else maps.cross[layer][None])  # (L, H, T, S)
+        if head is not None:
+            stack = stack[:, head:head + 1]
+        weights = stack.mean((0, 1))  # (T, S)
     src_words = word_starts(maps.src_tokens)
     tgt_words = word_starts(maps.tgt_tokens[1:])  # row t predicts tgt_tokens[t + 1]
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
@@ -123,9 +136,13 @@ HEAD_MIN_WEIGHT = 0.2  # an alignment head's least weight on a source word that 
 
 def model_alignments(maps: AttentionMaps, cfg: ModelConfig, *, sure_first: bool = False
                      ) -> list[tuple[int, int]]:
-    """``word_alignments`` as the model gives them best: from its alignment head where it was
-    trained with guided alignment (``cfg.alignment_layer``), source words that no target word
-    gives ``HEAD_MIN_WEIGHT`` of its attention left unaligned; else every layer and head."""
+    """``word_alignments`` as the model gives them best: from its aligner or its alignment head
+    where it was trained with guided alignment (``cfg.aligner``, ``cfg.alignment_layer``),
+    source words that no target word gives ``HEAD_MIN_WEIGHT`` of its attention left
+    unaligned; else every layer and head."""
+    if maps.aligner is not None:
+        return word_alignments(maps, sure_first=sure_first, min_weight=HEAD_MIN_WEIGHT,
+                               aligner=True)
     layer = cfg.alignment_layer
     if layer is None:
         return word_alignments(maps, sure_first=sure_first)

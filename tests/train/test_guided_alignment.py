@@ -2,6 +2,8 @@
 as attention targets, one cross-attention head is trained on them, and the model's
 alignments then come from that head."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -79,9 +81,54 @@ def test_alignment_head_is_the_first_head_of_its_layer():
         Transformer(ModelConfig.preset("tiny", vocab_size=40))(src, tgt, return_alignment=True)
 
 
+def test_the_aligner_is_a_head_beside_the_model():
+    """The aligner's weights are a (B, T, S) distribution off padding that leaves the logits
+    as they are; its loss trains its projections and, through its inputs, the states below
+    it (guided alignment as multi-task learning), never the decoder's own heads' choice of
+    what to attend to in the last layer's output."""
+    cfg = ModelConfig.preset("tiny", vocab_size=40, aligner=True)
+    model = Transformer(cfg).eval()
+    src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
+    src[1, 5:] = cfg.pad_id
+    logits, weights = model(src, tgt, return_weights=True)
+    aligned_logits, aligned = model(src, tgt, return_alignment=True)
+    torch.testing.assert_close(aligned_logits, logits)
+    torch.testing.assert_close(aligned, weights.aligner)
+    assert aligned.shape == (3, 5, 7) and (aligned[1, :, 5:] == 0).all()
+    torch.testing.assert_close(aligned.sum(-1), torch.ones(3, 5))
+    target = torch.zeros(3, 5, 7)
+    target[:, 1:, 0] = 1.0
+    alignment_loss(aligned, target).backward()
+    trained = {name for name, p in model.named_parameters()
+               if p.grad is not None and p.grad.abs().sum() > 0}
+    assert {f"aligner.{k}_proj.{part}" for k in "qk" for part in ("weight", "bias")} <= trained
+    assert "encoder.layers.0.self_attn.qkv_proj.weight" in trained
+
+
+def test_aligner_targets_are_the_rows_fed_each_piece(aligned_data):
+    """With an aligner, row t + 1 (the query fed target piece t) takes piece t's links, and no
+    row the EOS: the links of the head's rows moved down by one."""
+    root, _ = aligned_data
+    corpus = ParallelCorpus(root / "data", "train")
+    for index in range(20):
+        n_src, n_tgt = len(corpus.ids("src", index)), len(corpus.ids("tgt", index))
+        head = corpus.alignment(index, n_src, n_tgt, torch.zeros(n_tgt + 2, n_src + 1))
+        shifted = corpus.alignment(index, n_src, n_tgt, torch.zeros(n_tgt + 2, n_src + 1),
+                                   shift=True)
+        assert shifted[0].sum() == 0 and shifted[:, n_src].sum() == 0
+        torch.testing.assert_close(shifted[1:n_tgt + 1], head[:n_tgt])
+        assert shifted[n_tgt + 1:].sum() == 0
+    batch = corpus.collate(np.arange(8), ModelConfig.preset("tiny", vocab_size=100,
+                                                            aligner=True))
+    assert batch.alignment is not None
+    torch.testing.assert_close(batch.alignment[:, 0], torch.zeros_like(batch.alignment[:, 0]))
+
+
 def test_alignment_layer_must_be_a_decoder_layer():
     with pytest.raises(ValueError, match="alignment_layer"):
         ModelConfig.preset("tiny", vocab_size=40, alignment_layer=2)  # tiny has 2 layers
+    with pytest.raises(ValueError, match="aligner .True. and alignment_layer are two places"):
+        ModelConfig.preset("tiny", vocab_size=40, alignment_layer=1, aligner=True)
 
 
 def test_alignment_loss_is_the_cross_entropy_of_linked_rows():
@@ -90,26 +137,41 @@ def test_alignment_loss_is_the_cross_entropy_of_linked_rows():
     torch.testing.assert_close(alignment_loss(attention, target), -torch.tensor(0.5).log())
 
 
-@pytest.fixture(scope="module")
-def guided_run(aligned_data):
+def guided(root, name: str, aligner: bool) -> tuple:
     """A tiny model trained on the toy task with its true alignments (a few seconds)."""
-    root, _ = aligned_data
     cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
                       max_tokens=1500, max_steps=300, valid_every=300, valid_bleu_sentences=0,
-                      alignment_weight=0.5, precision="fp32")
+                      alignment_weight=0.5, aligner=aligner, precision="fp32")
     lines: list[str] = []
-    train(root / "data", root / "run", cfg, progress=False, log=lines.append)
-    return root / "run", lines
+    train(root / "data", root / name, cfg, progress=False, log=lines.append)
+    return root / name, lines
 
 
-def test_a_head_trained_on_alignments_gives_them(guided_run):
+@pytest.fixture(scope="module")
+def guided_run(aligned_data):
+    """``--aligner``: a separate head learns the alignments."""
+    return guided(aligned_data[0], "run", aligner=True)
+
+
+@pytest.fixture(scope="module")
+def head_run(aligned_data):
+    """By default the last decoder layer's first head learns them (Marian's way)."""
+    return guided(aligned_data[0], "head-run", aligner=False)
+
+
+@pytest.mark.parametrize("kind", ["aligner", "head"])
+def test_a_model_trained_on_alignments_gives_them(kind, request):
     """On the toy reversal task: trained with the true alignments, the model's links (from its
-    alignment head) are the reversal on sentences it has not seen."""
+    aligner, or its alignment head) are the reversal on sentences it has not seen."""
     import aiayn
-    run, lines = guided_run
-    assert any("guided alignment: head 1 of decoder layer 2" in line for line in lines)
+    run, lines = request.getfixturevalue("guided_run" if kind == "aligner" else "head_run")
     translator = aiayn.load(run)
-    assert translator.cfg.alignment_layer == 1
+    if kind == "aligner":
+        assert any("guided alignment: the aligner" in line for line in lines)
+        assert translator.cfg.aligner and translator.cfg.alignment_layer is None
+    else:
+        assert any("guided alignment: head 1 of decoder layer 2" in line for line in lines)
+        assert not translator.cfg.aligner and translator.cfg.alignment_layer == 1
     right = total = 0
     for source, target in toy_pairs(30, seed=7):
         n = len(source.split())
@@ -134,13 +196,42 @@ def test_alignment_files_that_do_not_fit_are_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_ctranslate2_reads_the_alignment_head_of_an_export(guided_run, tmp_path):
+def test_init_from_a_model_without_an_aligner_adds_one(aligned_data):
+    """Fine-tuning with alignments from a checkpoint trained without them: its weights are
+    loaded, and the aligner starts new."""
+    from aiayn.checkpoint import Checkpoint
+    root, _ = aligned_data
+    plain = TrainConfig(preset="tiny", max_tokens=1500, max_steps=2, valid_every=2,
+                        valid_bleu_sentences=0, alignment_weight=0.0, precision="fp32")
+    train(root / "data", root / "plain", plain, progress=False, log=lambda *_: None)
+    assert not Checkpoint.open(root / "plain").config.aligner
+    with pytest.raises(UserError, match="--aligner needs word alignments in"):
+        train(root / "data", root / "refused", dataclasses.replace(plain, aligner=True),
+              progress=False, log=lambda *_: None)
+    assert not (root / "refused" / "checkpoints").exists()
+    lines: list[str] = []
+    tuned = dataclasses.replace(plain, alignment_weight=0.1, aligner=True,
+                                init=str(root / "plain"))
+    train(root / "data", root / "tuned", tuned, progress=False, log=lines.append)
+    assert any("starting from the weights of" in line for line in lines)
+    assert Checkpoint.open(root / "tuned").config.aligner
+
+
+def test_exports_say_the_aligner_stays_behind(guided_run, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from aiayn.interop.ct2 import export_ctranslate2
+    lines: list[str] = []
+    export_ctranslate2(guided_run[0], tmp_path / "ct2", log=lines.append)
+    assert "the model's aligner stays behind: CTranslate2 has no place for it" in lines[-1]
+
+
+def test_ctranslate2_reads_the_alignment_head_of_an_export(head_run, tmp_path):
     """Exported to CTranslate2, the model's attention that CTranslate2 returns with its
     translations is the alignment head's, as aiayn computes it for the same tokens."""
     ctranslate2 = pytest.importorskip("ctranslate2")
     import aiayn
     from aiayn.interop.ct2 import export_ctranslate2
-    run, _ = guided_run
+    run, _ = head_run
     translator = aiayn.load(run)
     out = export_ctranslate2(run, tmp_path / "ct2", log=lambda *_: None)
     ct = ctranslate2.Translator(str(out), device="cpu")

@@ -126,20 +126,24 @@ class ParallelCorpus:
         if self.links is not None:
             alignment = torch.zeros(b, t, src.size(1))
             for row, (i, s, x) in enumerate(zip(indices, srcs, tgts)):
-                self.alignment(int(i), len(s), len(x), alignment[row])
+                self.alignment(int(i), len(s), len(x), alignment[row],
+                               shift=cfg.aligner)
         return Batch(src, tgt_in, tgt_out, pad, alignment)
 
-    def alignment(self, index: int, n_src: int, n_tgt: int, out: Tensor) -> Tensor:
+    def alignment(self, index: int, n_src: int, n_tgt: int, out: Tensor, *,
+                  shift: bool = False) -> Tensor:
         """Sentence ``index``'s links written into ``out``, a zeroed (rows, cols) tensor, as
         attention targets: row t (the query that predicts target piece t) spread evenly over
         the source pieces linked to it; the EOS row on the source's EOS; rows of unlinked
-        pieces zero."""
+        pieces zero. ``shift``: row t + 1 (the query whose input is piece t) takes piece t's
+        links instead, and no row the EOS (``ModelConfig.aligner``)."""
         assert self.links is not None
         ids, offsets = self.links
         pairs = torch.from_numpy(np.asarray(ids[offsets[index]:offsets[index + 1]],
                                             dtype=np.int64).reshape(-1, 2))
-        out[pairs[:, 1], pairs[:, 0]] = 1.0
-        out[n_tgt, n_src] = 1.0
+        out[pairs[:, 1] + int(shift), pairs[:, 0]] = 1.0
+        if not shift:
+            out[n_tgt, n_src] = 1.0
         return out.div_(out.sum(1, keepdim=True).clamp_min(1.0))
 
 

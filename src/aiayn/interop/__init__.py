@@ -11,6 +11,11 @@ from types import ModuleType
 
 from .. import errors
 
+# what an export says of a model trained with an aligner (``ModelConfig.aligner``)
+ALIGNER_LEFT = ("the model's aligner stays behind: {to} has no place for it, so its attention "
+                "gives no word alignments there; aiayn's `translate --alignments` and markup "
+                "read it")
+
 
 def require(module: str, what: str) -> ModuleType:
     """Import a dependency of the ``interop`` extra, or a one-line error naming the extra."""

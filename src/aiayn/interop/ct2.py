@@ -21,7 +21,7 @@ from ..checkpoint import Checkpoint
 from ..config import ModelConfig
 from ..errors import UserError
 from ..model import Transformer
-from . import require
+from . import ALIGNER_LEFT, require
 
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16",
                  "int8_bfloat16")
@@ -129,4 +129,6 @@ def export_ctranslate2(checkpoint: str | Path, out: str | Path, *,
     with ckpt.new_directory(out) as tmp:
         spec.save(str(tmp))
     log(f"exported {opened.path} -> {out} (CTranslate2, {quantization or 'float32'})")
+    if model.aligner is not None:
+        log(ALIGNER_LEFT.format(to="CTranslate2"))
     return out

@@ -34,7 +34,7 @@ from ..data.tokenizer import MarianVocab, Tokenizer
 from ..errors import UserError
 from ..integrity import write_checksums
 from ..model import Transformer
-from . import require
+from . import ALIGNER_LEFT, require
 
 # Marian's FFN activations that aiayn has (Hugging Face's ACT2FN names)
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
@@ -364,4 +364,6 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, log=print) -> Path:
     permuted = residual_permutation(cfg) is not None
     log(f"exported {opened.path} -> {out} (MarianMTModel"
         f"{', model dimension permuted to halved sinusoids' if permuted else ''})")
+    if model.aligner is not None:
+        log(ALIGNER_LEFT.format(to="MarianMTModel"))
     return out

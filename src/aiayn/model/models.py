@@ -26,6 +26,7 @@ class AttentionWeights:
     encoder: list[Tensor] = field(default_factory=list)
     decoder: list[Tensor] = field(default_factory=list)
     cross: list[Tensor] = field(default_factory=list)
+    aligner: Tensor | None = None  # (B, T, S): the aligner's weights, where the model has one
 
 
 def _positions(cfg: ModelConfig) -> PositionalEncoding:
@@ -59,6 +60,26 @@ def _output_projection(cfg: ModelConfig, embedding: nn.Embedding) -> nn.Linear:
     return proj
 
 
+class Aligner(nn.Module):
+    """Word alignments as one attention head beside the model (``ModelConfig.aligner``): its
+    own query and key projections, over the decoder's output (row t + 1, fed target piece t,
+    aligns piece t: the query knows the word it aligns) and the encoder's. Its output goes
+    nowhere, so no translation head gives up its attention to it; guided alignment trains it
+    and, through its inputs, the states it reads."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        _init_linear_weights(self)
+
+    def forward(self, states: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
+        """states (B, T, D), memory (B, S, D), src_mask (B, 1, 1, S) -> weights (B, T, S)."""
+        q, k = self.q_proj(states), self.k_proj(memory)
+        scores = q @ k.transpose(1, 2) * q.size(-1) ** -0.5
+        return scores.masked_fill(~src_mask[:, 0], float("-inf")).softmax(-1)
+
+
 class Transformer(nn.Module):
     """The encoder-decoder Transformer (§3, Figure 1).
 
@@ -81,6 +102,7 @@ class Transformer(nn.Module):
         self.output_proj = _output_projection(cfg, tgt_token)
         _init_linear_weights(self.encoder)
         _init_linear_weights(self.decoder)
+        self.aligner = Aligner(cfg.d_model) if cfg.aligner else None
 
     def encode(self, src: Tensor, *, return_weights: bool = False
                ) -> tuple[Tensor, Tensor, list[Tensor]]:
@@ -107,17 +129,28 @@ class Transformer(nn.Module):
         """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights].
 
         ``return_alignment``: logits and the (B, T, S) weights of the alignment head (the
-        first cross-attention head of ``cfg.alignment_layer``), which guided alignment trains.
+        aligner, or the first cross-attention head of ``cfg.alignment_layer``), which guided
+        alignment trains.
         """
+        if return_alignment and self.aligner is not None:
+            memory, src_mask, _ = self.encode(src)
+            x, _, _ = self.decoder(self.tgt_embed(tgt_in), memory, src_mask)
+            return self.output_proj(x), self.aligner(x, memory, src_mask)
         if return_alignment:
             layer = self.cfg.alignment_layer
             if layer is None:
-                raise ValueError("return_alignment needs a model with an alignment_layer")
+                raise ValueError("return_alignment needs a model with an aligner or an "
+                                 "alignment_layer")
             memory, src_mask, _ = self.encode(src)
             x, _, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
                                          weights_of=layer)
             return self.output_proj(x), cross_w[0][:, 0]
         memory, src_mask, enc_w = self.encode(src, return_weights=return_weights)
+        if return_weights and self.aligner is not None:
+            x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
+                                              return_weights=True)
+            return self.output_proj(x), AttentionWeights(enc_w, self_w, cross_w,
+                                                         self.aligner(x, memory, src_mask))
         logits, self_w, cross_w = self.decode(tgt_in, memory, src_mask,
                                               return_weights=return_weights)
         if return_weights:

@@ -83,6 +83,11 @@ class TrainConfig:
                                       "alignments, Marian's default) when the data holds them "
                                       "(`aiayn prepare --alignments`); 0 = not trained",
                                       unit="WEIGHT")
+    aligner: bool = setting(False, "guided alignment trains a separate attention head (its "
+                            "own projections, the row fed each target word aligning it) rather "
+                            "than the last decoder layer's first head: better links for "
+                            "--alignments and inline tags, but CTranslate2 and Marian exports "
+                            "cannot carry it")
     clip_norm: float = setting(0.0, "clip gradients to this global norm; 0 = no clipping",
                                unit="NORM")
     max_steps: int = setting(0, "stop after this many optimizer steps; 0 = no limit",

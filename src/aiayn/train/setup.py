@@ -149,9 +149,13 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                  else cfg.model_config(tokenizer.vocab_size))
     guided = (train_data.links is not None and cfg.alignment_weight > 0
               and cfg.arch == "encoder-decoder" and model_cfg.n_decoder_layers > 0)
-    if guided and model_cfg.alignment_layer is None:
-        # the last layer's first head, as Marian's transformer trains it
-        model_cfg = model_cfg.replace(alignment_layer=model_cfg.n_decoder_layers - 1)
+    if cfg.aligner and not guided:
+        raise UserError(f"--aligner needs word alignments in {data_dir}: prepare the data with "
+                        "`aiayn prepare --alignments FILE` and keep --alignment-weight above 0")
+    if guided and model_cfg.alignment_layer is None and not model_cfg.aligner:
+        # the last layer's first head, as Marian's transformer trains it, or an aligner
+        model_cfg = (model_cfg.replace(aligner=True) if cfg.aligner else
+                     model_cfg.replace(alignment_layer=model_cfg.n_decoder_layers - 1))
     if not guided:
         train_data.links = None  # (batches without alignment targets)
     if int(train_data.sizes.max()) > model_cfg.max_len:
@@ -174,7 +178,14 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     if device.type == "cpu":
         cpu.cpu_layers(model)  # 16-bit training's attention, float32's feed-forward network
     if cfg.init and not resume:
-        Checkpoint.open(cfg.init).load_weights(model)
+        source = Checkpoint.open(cfg.init)
+        # guided alignment gives a model whose checkpoint has no aligner a new one
+        new = getattr(model, "aligner", None) if not source.config.aligner else None
+        if new is not None:
+            del model.aligner
+        source.load_weights(model)
+        if new is not None:
+            model.aligner = new
         log(f"starting from the weights of {cfg.init}")
     # fused: one pass over each parameter's tensors (CPU and CUDA kernels): 20 against 73 ms a
     # `base` step on the CPU (docs/design.md, "Training")
@@ -218,8 +229,10 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
             + (f" (DDP over {dist.get_backend()})" if distributed else "")
             + (", compiled (torch.compile)" if compiled else ""))
         if guided:
-            log(f"guided alignment: head 1 of decoder layer {(model_cfg.alignment_layer or 0) + 1} "
-                f"learns the data's word alignments (weight {cfg.alignment_weight:g})")
+            head = ("the aligner" if model_cfg.aligner else
+                    f"head 1 of decoder layer {(model_cfg.alignment_layer or 0) + 1}")
+            log(f"guided alignment: {head} learns the data's word alignments "
+                f"(weight {cfg.alignment_weight:g})")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
                train_data, valid_data, valid_sources, references, tokenizer,
                stats.get("languages"), labels,
