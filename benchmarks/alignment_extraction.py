@@ -110,6 +110,8 @@ def main() -> None:
     maps: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {"every layer and head averaged": []}
     if layer is not None:
         maps[f"alignment head (layer {layer + 1}, head 1)"] = []
+    if translator.cfg.aligner:
+        maps["aligner"] = []
     for source, output in zip(sources, outputs):
         encoded = translator.codec.encode(source)
         target = translator.codec.encode_target(output, encoded, limit=10**9)
@@ -117,9 +119,13 @@ def main() -> None:
         src_words = word_starts(attention.src_tokens)
         tgt_words = word_starts(attention.tgt_tokens[1:])
         for name in maps:
-            stack = (attention.cross[layer][0:1][None] if name.startswith("alignment")
-                     else torch.stack(attention.cross))
-            maps[name].append(word_map(stack.mean((0, 1)), src_words, tgt_words))
+            if name.startswith("aligner"):  # row t + 1 aligns target piece t
+                weights = attention.aligner[1:]
+            else:
+                stack = (attention.cross[layer][0:1][None] if name.startswith("alignment")
+                         else torch.stack(attention.cross))
+                weights = stack.mean((0, 1))
+            maps[name].append(word_map(weights, src_words, tgt_words))
     train_src = [" ".join(s.split()) for s in read(f"{args.corpus}/train.{args.src}.gz")]
     train_tgt = [" ".join(s.split()) for s in read(f"{args.corpus}/train.{args.tgt}.gz")]
     gold = eflomal_links(sources, outputs, train_src, train_tgt)

@@ -196,19 +196,21 @@ def main() -> None:
     where = "on any words" if args.code_anywhere else "on words the reference keeps as they are"
     print(f"{args.checkpoint}: {len(picked)} dev sentences, {number} tags ({len(code)} <code> "
           f"{where}, kept as written in place of the words aligned to them)", flush=True)
-    guided = translator.cfg.alignment_layer
-    print("alignments: " + (f"the alignment head (guided alignment, decoder layer {guided + 1}, "
-                            "head 1)" if guided is not None else
+    layer, guided = translator.cfg.alignment_layer, translator.cfg.aligner
+    print("alignments: " + ("the aligner (guided alignment)" if guided else
+                            f"the alignment head (guided alignment, decoder layer {layer + 1}, "
+                            "head 1)" if layer is not None else
                             "every layer and head averaged (no alignment head)"), flush=True)
+    guided = guided or layer is not None
 
     results, seconds = {}, {}
     t0 = time.perf_counter()
     results["whole sentences, tags by alignment"] = translator.translate_markup(tagged)
     seconds["whole sentences, tags by alignment"] = time.perf_counter() - t0
-    if guided is not None:  # the same model's links as a model without the head gives them
+    if guided:  # the same model's links as a model without the head gives them
         import aiayn.inspect as inspect
         least, inspect.HEAD_MIN_WEIGHT = inspect.HEAD_MIN_WEIGHT, 0.0
-        name = "whole sentences, the alignment head, every source word's links kept"
+        name = "whole sentences, guided alignment, every source word's links kept"
         t0 = time.perf_counter()
         results[name] = translator.translate_markup(tagged)
         seconds[name] = time.perf_counter() - t0
