@@ -67,35 +67,32 @@ def test_links_join_the_pieces_of_linked_words(aligned_data):
     torch.testing.assert_close(torch.cat([h.alignment for h in halves]), batch.alignment)
 
 
-def test_alignment_head_is_the_first_head_of_its_layer():
-    cfg = ModelConfig.preset("tiny", vocab_size=40, alignment_layer=1)
-    model = Transformer(cfg).eval()
+@pytest.mark.parametrize("kind", ["head", "aligner"])
+def test_alignment_weights_come_with_the_same_logits(kind):
+    """The alignment head is the first head of its layer; the aligner, beside the model, is
+    the aligner's weights. Either is a (B, T, S) distribution off padding, and asking for it
+    leaves the logits as they are."""
+    where = {"alignment_layer": 1} if kind == "head" else {"aligner": True}
+    model = Transformer(ModelConfig.preset("tiny", vocab_size=40, **where)).eval()
     src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
-    src[1, 5:] = cfg.pad_id
+    src[1, 5:] = model.cfg.pad_id
     logits, weights = model(src, tgt, return_weights=True)
-    aligned_logits, head = model(src, tgt, return_alignment=True)
+    aligned_logits, aligned = model(src, tgt, return_alignment=True)
     torch.testing.assert_close(aligned_logits, logits)
-    torch.testing.assert_close(head, weights.cross[1][:, 0])
-    assert (head[1, :, 5:] == 0).all()  # never on padding
+    torch.testing.assert_close(aligned, weights.cross[1][:, 0] if kind == "head"
+                               else weights.aligner)
+    assert aligned.shape == (3, 5, 7) and (aligned[1, :, 5:] == 0).all()  # never on padding
+    torch.testing.assert_close(aligned.sum(-1), torch.ones(3, 5))
     with pytest.raises(ValueError, match="alignment_layer"):
         Transformer(ModelConfig.preset("tiny", vocab_size=40))(src, tgt, return_alignment=True)
 
 
-def test_the_aligner_is_a_head_beside_the_model():
-    """The aligner's weights are a (B, T, S) distribution off padding that leaves the logits
-    as they are; its loss trains its projections and, through its inputs, the states below
-    it (guided alignment as multi-task learning), never the decoder's own heads' choice of
-    what to attend to in the last layer's output."""
-    cfg = ModelConfig.preset("tiny", vocab_size=40, aligner=True)
-    model = Transformer(cfg).eval()
+def test_the_aligners_loss_trains_it_and_the_states_it_reads():
+    """Guided alignment through the aligner is multi-task learning: its projections and the
+    encoder below its keys are trained."""
+    model = Transformer(ModelConfig.preset("tiny", vocab_size=40, aligner=True))
     src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
-    src[1, 5:] = cfg.pad_id
-    logits, weights = model(src, tgt, return_weights=True)
-    aligned_logits, aligned = model(src, tgt, return_alignment=True)
-    torch.testing.assert_close(aligned_logits, logits)
-    torch.testing.assert_close(aligned, weights.aligner)
-    assert aligned.shape == (3, 5, 7) and (aligned[1, :, 5:] == 0).all()
-    torch.testing.assert_close(aligned.sum(-1), torch.ones(3, 5))
+    _, aligned = model(src, tgt, return_alignment=True)
     target = torch.zeros(3, 5, 7)
     target[:, 1:, 0] = 1.0
     alignment_loss(aligned, target).backward()
