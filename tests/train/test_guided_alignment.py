@@ -83,6 +83,8 @@ def test_alignment_weights_come_with_the_same_logits(kind):
                                else weights.aligner)
     assert aligned.shape == (3, 5, 7) and (aligned[1, :, 5:] == 0).all()  # never on padding
     torch.testing.assert_close(aligned.sum(-1), torch.ones(3, 5))
+    torch.testing.assert_close(model(src, tgt, return_weights=True, return_alignment=True)[1],
+                               aligned)
     with pytest.raises(ValueError, match="alignment_layer"):
         Transformer(ModelConfig.preset("tiny", vocab_size=40))(src, tgt, return_alignment=True)
 

@@ -112,49 +112,34 @@ class Transformer(nn.Module):
                                        return_weights=return_weights)
         return memory, src_mask, weights
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, *,
-               return_weights: bool = False) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """Teacher-forced decoding: tgt_in (B, T) -> logits (B, T, V), self and cross weights.
-
-        Target padding needs no mask: pads sit after the real tokens and the causal mask already
-        hides every later position.
-        """
-        x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
-                                          return_weights=return_weights)
-        return self.output_proj(x), self_w, cross_w
-
     def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False,
                 return_alignment: bool = False
                 ) -> Tensor | tuple[Tensor, AttentionWeights] | tuple[Tensor, Tensor]:
-        """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights].
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights]. Target padding
+        needs no mask: pads sit after the real tokens and the causal mask already hides every
+        later position.
 
         ``return_alignment``: logits and the (B, T, S) weights of the alignment head (the
         aligner, or the first cross-attention head of ``cfg.alignment_layer``), which guided
         alignment trains.
         """
-        if return_alignment and self.aligner is not None:
-            memory, src_mask, _ = self.encode(src)
-            x, _, _ = self.decoder(self.tgt_embed(tgt_in), memory, src_mask)
-            return self.output_proj(x), self.aligner(x, memory, src_mask)
-        if return_alignment:
-            layer = self.cfg.alignment_layer
-            if layer is None:
-                raise ValueError("return_alignment needs a model with an aligner or an "
-                                 "alignment_layer")
-            memory, src_mask, _ = self.encode(src)
-            x, _, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
-                                         weights_of=layer)
-            return self.output_proj(x), cross_w[0][:, 0]
+        head = return_alignment and self.aligner is None  # (the alignment layer's weights)
+        if head and self.cfg.alignment_layer is None:
+            raise ValueError("return_alignment needs a model with an aligner or an "
+                             "alignment_layer")
         memory, src_mask, enc_w = self.encode(src, return_weights=return_weights)
-        if return_weights and self.aligner is not None:
-            x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
-                                              return_weights=True)
-            return self.output_proj(x), AttentionWeights(enc_w, self_w, cross_w,
-                                                         self.aligner(x, memory, src_mask))
-        logits, self_w, cross_w = self.decode(tgt_in, memory, src_mask,
-                                              return_weights=return_weights)
+        x, self_w, cross_w = self.decoder(self.tgt_embed(tgt_in), memory, src_mask,
+                                          return_weights=return_weights,
+                                          weights_of=self.cfg.alignment_layer if head else None)
+        logits = self.output_proj(x)
+        aligned = (self.aligner(x, memory, src_mask) if self.aligner is not None
+                   and (return_alignment or return_weights) else None)
+        if return_alignment:
+            if aligned is None:  # (every layer's weights when return_weights asks too)
+                return logits, cross_w[self.cfg.alignment_layer if return_weights else 0][:, 0]
+            return logits, aligned
         if return_weights:
-            return logits, AttentionWeights(enc_w, self_w, cross_w)
+            return logits, AttentionWeights(enc_w, self_w, cross_w, aligned)
         return logits
 
     # ------------------------------------------------------------ incremental decoding
