@@ -75,9 +75,9 @@ class Aligner(nn.Module):
 
     def forward(self, states: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
         """states (B, T, D), memory (B, S, D), src_mask (B, 1, 1, S) -> weights (B, T, S)."""
-        q, k = self.q_proj(states), self.k_proj(memory)
-        scores = q @ k.transpose(1, 2) * q.size(-1) ** -0.5
-        return scores.masked_fill(~src_mask[:, 0], float("-inf")).softmax(-1)
+        q, k = self.q_proj(states), self.k_proj(memory)  # (B, T, D), (B, S, D)
+        scores = q @ k.transpose(1, 2) * q.size(-1) ** -0.5  # (B, T, S), Eq. 1
+        return scores.masked_fill(~src_mask[:, 0], float("-inf")).softmax(-1)  # (B, 1, S) mask
 
 
 class Transformer(nn.Module):
