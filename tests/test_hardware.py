@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from aiayn.runtime import hardware
-from aiayn.runtime.hardware import Choice, Cpu, choose_cpu_precision, read_cpu
+from aiayn.runtime.hardware import Choice, Cpu, choose_cpu_precision, measure_peak_again, read_cpu
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from tests.conftest import FAST
@@ -129,13 +129,41 @@ def test_training_flops_equal_pytorchs_count_of_a_step(arch):
         assert ours == counted
 
 
+def forget_peaks() -> None:
+    hardware._first_peak.cache_clear()
+    hardware._better_peaks.clear()
+    hardware._probed_again.clear()
+
+
 def test_the_training_log_reports_mfu(toy_data, tmp_path, monkeypatch):
     monkeypatch.setattr(hardware, "measured_rate", lambda dtype: 50.0)  # GFLOP/s
-    hardware.peak_flops.cache_clear()
+    forget_peaks()
     train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=3), progress=False,
           log=lambda *_: None)
-    hardware.peak_flops.cache_clear()
+    forget_peaks()
     logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
               .splitlines()]
     steps = [r for r in logged if "loss" in r]
     assert steps and all(0 < r["mfu"] < 1 for r in steps)
+
+
+def test_a_faster_probe_after_validation_becomes_the_peak(toy_data, tmp_path, monkeypatch):
+    """A first probe that met other work measures too little: training probes again after
+    its first validations and divides by the fastest rate seen, never a slower one."""
+    cpu, probes = torch.device("cpu"), iter([400.0, 100.0])  # GFLOP/s: faster, then slower
+    monkeypatch.setattr(hardware, "measured_rate", lambda dtype: 50.0)  # the first, disturbed
+    monkeypatch.setattr(hardware, "product_rate", lambda dtype, seconds: next(probes))
+    monkeypatch.setattr(hardware, "measure_peak_again", measure_peak_again)
+    forget_peaks()
+    try:
+        train(toy_data, tmp_path / "run", TrainConfig(**{**FAST, "valid_every": 2,
+                                                         "log_every": 1}, max_steps=4),
+              progress=False, log=lambda *_: None)
+        assert hardware.peak_flops(cpu, "fp32") == 400e9  # (the slower second probe: not kept)
+    finally:
+        forget_peaks()
+    steps = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
+             .splitlines() if "loss" in json.loads(line)]
+    assert [r["step"] for r in steps] == [1, 2, 3, 4]
+    per_token = [r["mfu"] / r["tokens_per_s"] for r in steps]  # a batch's FLOPs/token / peak
+    assert per_token[2] < per_token[1] / 4 and per_token[3] < per_token[1] / 4

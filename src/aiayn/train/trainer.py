@@ -22,7 +22,7 @@ import torch.distributed as dist
 from .. import checkpoint as ckpt
 from ..data.corpus import Batch, token_batches
 from ..errors import UserError
-from ..runtime.hardware import peak_flops
+from ..runtime import hardware
 from .metrics import Window, describe, training_flops
 from .recipe import TrainConfig
 from .schedule import Schedule
@@ -102,7 +102,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
             bar.update(1)
         if state.step % cfg.log_every == 0 and window.tokens:  # (a skipped step logs nothing)
             record = window.record(state.step, state.epoch, lr, run.world,
-                                   peak_flops(run.device, run.cfg.precision))
+                                   hardware.peak_flops(run.device, run.cfg.precision))
             run.metrics.write(record)
             if bar is not None:
                 bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{lr:.2e}",
@@ -116,6 +116,8 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         keep = schedule.keep_checkpoint(state.step)
         if state.step % cfg.valid_every == 0 or stop or keep:
             summary = validate(run)
+            if run.metrics.enabled:  # (a quiet moment: MFU's denominator probed again)
+                hardware.measure_peak_again(run.device, run.cfg.precision)
             if bar is not None and len(summary) > 1:  # progress and validation to stderr
                 bar.write(describe(summary), file=sys.stderr)
             if save(run, window, final=bool(stop)):
