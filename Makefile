@@ -23,10 +23,12 @@ $(VENV)/.installed: pyproject.toml
 # lint, type check, the suite, then the numerics again on narrower instruction sets: PyTorch's kernels
 # differ between AVX-512, AVX2 and none, and a tolerance tuned on one may fail on another
 NUMERICS := tests/model tests/test_cpu.py
+# the suite in two processes (tests/__init__.py says why), each test file whole in one of them
+TEST_WORKERS ?= 2
 test: install
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 	ATEN_CPU_CAPABILITY=avx2 $(PY) -m pytest -q $(NUMERICS)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERICS)
 
