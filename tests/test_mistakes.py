@@ -108,6 +108,7 @@ CASES = [
     # average, plot
     ("average {w}/run --last 0 --out {w}/avg", "--last (0) must be at least 1"),
     ("average {w}/no-metrics --out {w}/avg", "no step checkpoints"),
+    ("average {w}/src.txt --out {w}/avg", "src.txt: is a file; give a training run's"),
     ("plot {w}/no-metrics", "metrics.jsonl"),
     # translate, score, evaluate
     ("translate --checkpoint {w}/nope --input {w}/src.txt", "no such checkpoint directory"),
@@ -128,6 +129,12 @@ CASES = [
     ("translate --checkpoint {w}/ckpt --file {w}/src.txt -o {w}/new.po",
      "give the output the input's extension"),
     ("translate --checkpoint {w}/ckpt --file {w}/empty.txt -o {w}/new.txt", "the file is empty"),
+    ("translate --checkpoint {w}/ckpt --file {w}/src.txt -o {w}/data", "data: is a directory"),
+    ("translate --checkpoint {w}/ckpt --file {w}/data -o {w}/new.txt",
+     "data: is a directory; give the file to translate"),
+    ("translate --checkpoint {w}/ckpt --input {w}/data", "data: is a directory; give a file"),
+    ("evaluate --checkpoint {w}/ckpt --src {w}/src.txt --ref {w}/data",
+     "data: is a directory; give a file"),
     ("translate --checkpoint {w}/ckpt --input {w}/src.txt --format html --nbest 2 --beam 2",
      "--nbest works on text"),
     ("shortlist --checkpoint {w}/ckpt --src {w}/src.txt --tgt {w}/two.txt -o {w}/new",
@@ -142,6 +149,7 @@ CASES = [
     ("attend --checkpoint {w}/nope --out {w}/maps alpha", "no such checkpoint directory"),
     # import, export, check, serve
     ("import {w}/nope --out {w}/imported", "nope"),
+    ("import {w}/src.txt --out {w}/imported", "src.txt: is a file, not a folder"),
     ("import {w}/marian --out {w}/imported", "bert"),
     ("export {w}/ckpt --to hf --quantization int8 --out {w}/exported",
      "--quantization applies to --to ctranslate2 only"),

@@ -54,15 +54,23 @@ def decode_options(args: argparse.Namespace):
     return DecodeOptions.from_flags(args)
 
 
+def _input_file(path: str) -> Path:
+    """``path`` as a file to read, or a one-line error naming what it is instead."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{p}: is a directory; give a file")
+    if not p.is_file():
+        raise UserError(f"{p}: no such file")
+    return p
+
+
 def read_lines(path: str | None) -> list[str]:
     """The lines of a UTF-8 file (stdin when None), as ``corpus.split_lines`` splits them:
     every input line gets one output line."""
     from ..data.corpus import split_lines
     if path is None:
         return split_lines(sys.stdin.read())
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"{p}: no such file")
+    p = _input_file(path)
     try:
         return split_lines(p.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:
@@ -74,9 +82,7 @@ def read_text(path: str | None) -> str:
     """A UTF-8 file whole (stdin when None)."""
     if path is None:
         return sys.stdin.read()
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"{p}: no such file")
+    p = _input_file(path)
     data = p.read_bytes()
     try:
         return data.decode("utf-8")

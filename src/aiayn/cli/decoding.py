@@ -149,14 +149,16 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
     if not args.output:
         raise UserError("--file needs -o OUT, the translated file to write")
     source, target = Path(args.file), Path(args.output)
+    if source.is_dir():
+        raise UserError(f"--file {source}: is a directory; give the file to translate")
+    if not source.is_file():
+        raise UserError(f"--file {source}: no such file")
+    output_file(args.output, "-o", args.file)
     kind, out_kind = extension(source), extension(target)
     alike = {".htm": ".html", ".pot": ".po", ".xlf": ".xliff"}
     if alike.get(kind, kind) != alike.get(out_kind, out_kind):
         raise UserError(f"-o {target.name} is a {out_kind} file but --file {source.name} is "
                         f"{kind}; give the output the input's extension")
-    if not source.is_file():
-        raise UserError(f"--file {source}: no such file")
-    output_file(args.output, "-o", args.file)
     glossary = Glossary.read(args.glossary) if args.glossary else None
     content = source.read_bytes()
     translator = _pick(_translators(args), args.source,

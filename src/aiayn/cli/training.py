@@ -96,6 +96,8 @@ def average_command(args: argparse.Namespace) -> None:
     from ..checkpoint import average_checkpoints, list_step_checkpoints
     if args.last < 1:
         raise UserError(f"--last ({args.last}) must be at least 1")
+    if Path(args.run).is_file():
+        raise UserError(f"{args.run}: is a file; give a training run's directory")
     steps = list_step_checkpoints(Path(args.run))
     if not steps:
         raise UserError(f"{args.run}: no step checkpoints in {args.run}/checkpoints")

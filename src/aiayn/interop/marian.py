@@ -182,7 +182,8 @@ def import_marian(folder: str | Path, out: str | Path, *, log=print) -> Path:
     exist (nothing is overwritten). Returns ``out``."""
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
-        raise UserError(f"{folder}: no such folder; pass a folder written by save_pretrained")
+        what = "is a file, not a folder" if folder.exists() else "no such folder"
+        raise UserError(f"{folder}: {what}; pass a folder written by save_pretrained")
     if out.exists():
         raise UserError(f"{out} already exists; choose another --out (nothing was overwritten)")
     hf = _read_json(folder / "config.json", "pass a folder written by save_pretrained")
