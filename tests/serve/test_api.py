@@ -116,6 +116,18 @@ def test_v1_translate_with_a_glossary(server, toy_model):
     assert status == 400 and "term 1 is not a (source, target) pair" in answer["error"]
 
 
+def test_v1_routes_take_the_only_model_when_the_request_names_no_pair(server, reference):
+    a = SENTENCES[6]
+    status, answer = server.post("/v1/translate", {"sentences": [a]})
+    assert status == 200 and answer["model"] == "en-es"
+    assert [t["text"] for t in answer["translations"]] == [reference[a]]
+    status, answer = server.post("/v1/attention", {"text": a})
+    assert status == 200 and answer["translation"] == reference[a]
+    status, answer = server.post("/v1/translate", {"sentences": [a], "source": "en"})
+    assert status == 400 and answer["error"] == ("Invalid request: missing target parameter "
+                                                 "(this server has en-es)")
+
+
 @pytest.mark.parametrize("payload,status,message", [
     ({"source": "en", "target": "es"}, 400, "Invalid request: missing q parameter"),
     ({"q": "alpha", "target": "es"}, 400, "Invalid request: missing source parameter"),

@@ -18,6 +18,19 @@ from .http import ApiError
 from .service import Service
 
 
+def _model(service: Service, values: dict, text: str):
+    """The request's model: its ``source`` and ``target``, or the only one loaded when it
+    names neither."""
+    source, target = values.get("source"), values.get("target")
+    if source is None and target is None and len(service.models) == 1:
+        return next(iter(service.models.values()))
+    for name, code in (("source", source), ("target", target)):
+        if not isinstance(code, str) or not code:
+            raise ApiError(400, f"Invalid request: missing {name} parameter (this server has "
+                                f"{', '.join(sorted(service.models))})")
+    return service.model_for(source, target, text)[0]
+
+
 async def v1_translate(service: Service, request: Request) -> JSONResponse:
     values = await service.gate.fields(request)
     sentences = values.get("sentences")
@@ -29,8 +42,7 @@ async def v1_translate(service: Service, request: Request) -> JSONResponse:
     if sum(map(len, sentences)) > service.settings.char_limit:
         raise ApiError(400, f"Invalid request: the sentences exceed the text limit "
                             f"({service.settings.char_limit})")
-    model, _ = service.model_for(str(values.get("source", "")), str(values.get("target", "")),
-                                 "\n".join(sentences))
+    model = _model(service, values, "\n".join(sentences))
     try:
         options = DecodeOptions(beam=int(values.get("beam", service.settings.beam)),
                                 nbest=int(values.get("nbest", 1)),
@@ -62,8 +74,7 @@ async def v1_attention(service: Service, request: Request) -> JSONResponse:
     if not isinstance(text, str) or not text.strip():
         raise ApiError(400, "Invalid request: missing text parameter")
     service.check_chars(len(text))
-    model, _ = service.model_for(str(values.get("source", "")), str(values.get("target", "")),
-                                 text)
+    model = _model(service, values, text)
     translator = model.translator
 
     def maps() -> dict:
