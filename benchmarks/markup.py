@@ -181,6 +181,9 @@ def main() -> None:
     p.add_argument("--page", action="append", default=[], type=Path)
     p.add_argument("--code-anywhere", action="store_true",
                    help="<code> spans on any words, not only on words the reference keeps")
+    p.add_argument("--misses", action="store_true",
+                   help="print each b/a tag the first mode placed otherwise than eflomal's "
+                        "projection: the sentence, the words each put it around, the links")
     args = p.parse_args()
 
     import aiayn
@@ -264,6 +267,20 @@ def main() -> None:
                                        [[refs[i] for i in no_code]]).score
     print(f"plain translation of the stripped text, the {len(no_code)} sentences without code: "
           f"BLEU {bleu_plain:.2f}")
+    if args.misses:
+        print(f"\nb/a tags placed otherwise than eflomal projects them ({names[0]}):")
+        for (text, tags, _), wrapped, pairs, source in zip(parsed[names[0]], covered,
+                                                           links[:len(picked)], stripped):
+            for number, src_words in wrapped.items():
+                projected = sorted({j for i, j in pairs if i in src_words})
+                hull = list(range(projected[0], projected[-1] + 1)) if projected else []
+                if number in code or tags.get(number, []) == hull:
+                    continue
+                out = text.split()
+                print(f"- {source}\n  -> {text}\n  span {[source.split()[i] for i in src_words]}"
+                      f": aiayn {[out[j] for j in tags.get(number, [])]}, eflomal "
+                      f"{[out[j] for j in hull]}; eflomal's links "
+                      f"{sorted((i, j) for i, j in pairs if i in src_words)}")
 
     for page in args.page:
         document = page.read_text(encoding="utf-8")
