@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -121,17 +122,28 @@ def losses(run_dir: Path) -> dict[int, float]:
 def toy_model(tmp_path_factory):
     """The paper's configuration (post-norm, interleaved sinusoids, three-way tying) trained on
     the toy task until its outputs are right and end on their own (about 15 s); a checkpoint
-    that knows its language pair (en-es)."""
+    that knows its language pair (en-es). Trained once per run: the suite's worker processes
+    share it (the first to need it trains it while the other waits for it)."""
+    from filelock import FileLock
+
     from aiayn import checkpoint as ckpt
     from aiayn.data.prepare import TextPair, prepare
     from aiayn.train.recipe import TrainConfig
     from aiayn.train.trainer import train
-    root = tmp_path_factory.mktemp("toy-model")
-    train_files = write_pairs(root, "train", toy_pairs(400, seed=1))
-    prepare(TextPair(*train_files), root / "data", vocab_size=100, languages=("en", "es"),
-            log=lambda *_: None)
-    cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
-                      max_tokens=1500, warmup=150, lr_scale=0.7, max_steps=600,
-                      valid_every=600, valid_bleu_sentences=0, schedule="paper")
-    train(root / "data", root / "run", cfg, progress=False, log=lambda *_: None)
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the run's directory, above each worker's own
+        base = base.parent
+    root = base / "toy-model"
+    with FileLock(f"{root}.lock"):
+        if not (root / "done").exists():
+            shutil.rmtree(root, ignore_errors=True)  # a worker stopped midway
+            root.mkdir()
+            train_files = write_pairs(root, "train", toy_pairs(400, seed=1))
+            prepare(TextPair(*train_files), root / "data", vocab_size=100,
+                    languages=("en", "es"), log=lambda *_: None)
+            cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
+                              max_tokens=1500, warmup=150, lr_scale=0.7, max_steps=600,
+                              valid_every=600, valid_bleu_sentences=0, schedule="paper")
+            train(root / "data", root / "run", cfg, progress=False, log=lambda *_: None)
+            (root / "done").touch()
     return ckpt.resolve_checkpoint(root / "run", "last")
