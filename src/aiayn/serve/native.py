@@ -24,10 +24,10 @@ def _model(service: Service, values: dict, text: str):
     source, target = values.get("source"), values.get("target")
     if source is None and target is None and len(service.models) == 1:
         return next(iter(service.models.values()))
-    for name, code in (("source", source), ("target", target)):
-        if not isinstance(code, str) or not code:
-            raise ApiError(400, f"Invalid request: missing {name} parameter (this server has "
-                                f"{', '.join(sorted(service.models))})")
+    if not isinstance(source, str) or not source or not isinstance(target, str) or not target:
+        name = "target" if isinstance(source, str) and source else "source"
+        raise ApiError(400, f"Invalid request: missing {name} parameter (this server has "
+                            f"{', '.join(sorted(service.models))})")
     return service.model_for(source, target, text)[0]
 
 
