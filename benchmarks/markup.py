@@ -157,6 +157,12 @@ def text_nodes(translator, document: str) -> str:
     return raw(root)
 
 
+def projected_hull(pairs, src_words) -> list[int]:
+    """The target words from the first to the last that ``pairs`` link to ``src_words``."""
+    projected = sorted({j for i, j in pairs if i in src_words})
+    return list(range(projected[0], projected[-1] + 1)) if projected else []
+
+
 def agreement(outputs, covered, links, only=None) -> tuple[int, int, int]:
     """(tags wrapping exactly the projected words, tags sharing a word with them or both
     empty, tags) over sentences; ``only``: the tag numbers to count."""
@@ -166,8 +172,7 @@ def agreement(outputs, covered, links, only=None) -> tuple[int, int, int]:
             if only is not None and number not in only:
                 continue
             total += 1
-            projected = sorted({j for i, j in pairs if i in src_words})
-            hull = list(range(projected[0], projected[-1] + 1)) if projected else []
+            hull = projected_hull(pairs, src_words)
             mine = placed_words.get(number, [])
             exact += mine == hull
             overlap += bool(set(mine) & set(hull)) or mine == hull
@@ -272,8 +277,7 @@ def main() -> None:
         for (text, tags, _), wrapped, pairs, source in zip(parsed[names[0]], covered,
                                                            links[:len(picked)], stripped):
             for number, src_words in wrapped.items():
-                projected = sorted({j for i, j in pairs if i in src_words})
-                hull = list(range(projected[0], projected[-1] + 1)) if projected else []
+                hull = projected_hull(pairs, src_words)
                 if number in code or tags.get(number, []) == hull:
                     continue
                 out = text.split()

@@ -131,7 +131,7 @@ CASES = [
     ("translate --checkpoint {w}/ckpt --file {w}/empty.txt -o {w}/new.txt", "the file is empty"),
     ("translate --checkpoint {w}/ckpt --file {w}/src.txt -o {w}/data", "data: is a directory"),
     ("translate --checkpoint {w}/ckpt --file {w}/data -o {w}/new.txt",
-     "data: is a directory; give the file to translate"),
+     "data: is a directory; give a file"),
     ("translate --checkpoint {w}/ckpt --input {w}/data", "data: is a directory; give a file"),
     ("evaluate --checkpoint {w}/ckpt --src {w}/src.txt --ref {w}/data",
      "data: is a directory; give a file"),

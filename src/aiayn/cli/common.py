@@ -54,13 +54,15 @@ def decode_options(args: argparse.Namespace):
     return DecodeOptions.from_flags(args)
 
 
-def _input_file(path: str) -> Path:
-    """``path`` as a file to read, or a one-line error naming what it is instead."""
+def input_file(path: str | Path, flag: str = "") -> Path:
+    """``path`` as a file to read, or a one-line error naming what it is instead (``flag``:
+    the option that gave it, named in the message)."""
     p = Path(path)
+    named = f"{flag} {p}" if flag else str(p)
     if p.is_dir():
-        raise UserError(f"{p}: is a directory; give a file")
+        raise UserError(f"{named}: is a directory; give a file")
     if not p.is_file():
-        raise UserError(f"{p}: no such file")
+        raise UserError(f"{named}: no such file")
     return p
 
 
@@ -70,7 +72,7 @@ def read_lines(path: str | None) -> list[str]:
     from ..data.corpus import split_lines
     if path is None:
         return split_lines(sys.stdin.read())
-    p = _input_file(path)
+    p = input_file(path)
     try:
         return split_lines(p.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:
@@ -82,7 +84,7 @@ def read_text(path: str | None) -> str:
     """A UTF-8 file whole (stdin when None)."""
     if path is None:
         return sys.stdin.read()
-    p = _input_file(path)
+    p = input_file(path)
     data = p.read_bytes()
     try:
         return data.decode("utf-8")

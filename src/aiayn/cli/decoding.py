@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from .common import (
     add_decoding_flags,
     decode_options,
+    input_file,
     one_line,
     read_lines,
     read_text,
@@ -148,11 +149,7 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
             raise UserError(f"{flag} does not go with --file; drop one")
     if not args.output:
         raise UserError("--file needs -o OUT, the translated file to write")
-    source, target = Path(args.file), Path(args.output)
-    if source.is_dir():
-        raise UserError(f"--file {source}: is a directory; give the file to translate")
-    if not source.is_file():
-        raise UserError(f"--file {source}: no such file")
+    source, target = input_file(args.file, "--file"), Path(args.output)
     output_file(args.output, "-o", args.file)
     kind, out_kind = extension(source), extension(target)
     alike = {".htm": ".html", ".pot": ".po", ".xlf": ".xliff"}
