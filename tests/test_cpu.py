@@ -276,16 +276,38 @@ def test_decoding_steps_on_the_cpu_take_the_reference_path_with_the_same_result(
     assert_float32_close(fast, scaled_dot_product_attention(q, k, v, mask)[0])  # the model's
 
 
-def test_bf16_training_attention_on_the_cpu_takes_the_reference_path(monkeypatch):
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("masking", ["causal", "padding", "none"])
+@pytest.mark.parametrize("keys", [7, cpu.SOFTMAX16_ROW + 8])  # short rows and vectorized ones
+def test_16_bit_training_attention_on_the_cpu_matches_pytorchs_in_value_and_gradient(
+        monkeypatch, dtype, masking, keys):
     calls = []
     fused_kernel = torch.nn.functional.scaled_dot_product_attention
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                         lambda *a, **kw: calls.append(1) or fused_kernel(*a, **kw))
-    q, k, v = (torch.randn(2, H, 10, 8, requires_grad=True) for _ in range(3))
-    out, weights = CpuAttention()(q.bfloat16(), k.bfloat16(), v.bfloat16(), is_causal=True)
-    assert not calls and weights is None and out.dtype == torch.bfloat16
-    expected, _ = scaled_dot_product_attention(q, k, v, is_causal=True)
-    torch.testing.assert_close(out.float(), expected, atol=2e-2, rtol=2e-2)
+    queries = keys if masking == "causal" else 5  # (cross-attention: other lengths)
+    mask = (padding_mask(random_tokens(3, keys, lengths=[keys, 4, 2]), 0)
+            if masking == "padding" else None)
+    torch.manual_seed(0)
+    # heads as the model hands them over: views of one (B, T, 3 x D) projection
+    x = torch.randn(3, max(queries, keys), 3 * H * 16)
+    grad = torch.randn(3, H, queries, 16)
+
+    def attend(x, attention):
+        x = x.detach().requires_grad_()
+        q, k, v = x.view(3, -1, 3, H, 16).permute(2, 0, 3, 1, 4).unbind(0)
+        out, weights = attention(q[:, :, :queries], k[:, :, :keys], v[:, :, :keys], mask,
+                                 is_causal=masking == "causal")
+        assert weights is None
+        out.float().backward(grad)
+        return out.float(), x.grad.float()
+    out, grad_x = attend(x.to(dtype), CpuAttention())
+    assert not calls  # not the fused kernel, which is slower in 16 bits
+    wanted, wanted_grad = attend(x, scaled_dot_product_attention)
+    assert calls
+    tolerance = 2e-2 if dtype == torch.bfloat16 else 2e-3
+    torch.testing.assert_close(out, wanted, atol=tolerance, rtol=tolerance)
+    torch.testing.assert_close(grad_x, wanted_grad, atol=2 * tolerance, rtol=2 * tolerance)
 
 
 def test_inference_and_cpu_training_models_hold_the_cpu_modules(tiny_cfg):

@@ -29,6 +29,7 @@ import copy
 import ctypes
 import ctypes.util
 import functools
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -250,10 +251,11 @@ def padded_softmax(scores: Tensor) -> Tensor:
 
 
 class CpuAttention(nn.Module):
-    """``model.Attention`` for the CPU: the same results, the faster computation of the two.
+    """``model.Attention`` for the CPU: the same results, by the fastest computation for the case.
 
-    The reference computation (three products) instead of PyTorch's fused kernel for bf16 and
-    fp16 inputs (the fused kernel is about 3.5x slower forward and backward) and for decoding
+    Instead of PyTorch's fused kernel: for bf16 and fp16 inputs (the fused kernel is about
+    3.5x slower forward and backward there) the reference computation (three products),
+    written as one autograd function in training (``_Attention16``); and for decoding
     steps, inference with at most ``FEW_QUERIES`` queries per head and at least
     ``MANY_QUERY_ROWS`` query rows in all (2 to 3x slower fused for a beam's
     cross-attention over 26 source positions); there short score rows are padded for the
@@ -270,9 +272,67 @@ class CpuAttention(nn.Module):
             return scaled_dot_product_attention(query, key, value, mask, is_causal=is_causal,
                                                 dropout_p=dropout_p,
                                                 return_weights=return_weights)
+        if (low_precision and dropout_p == 0.0 and not return_weights
+                and torch.is_grad_enabled()):
+            return cast(Tensor, _Attention16.apply(query, key, value, mask, is_causal)), None
         out, weights = reference_attention(query, key, value, mask, is_causal=is_causal,
                                            dropout_p=dropout_p, softmax=padded_softmax)
         return out, weights if return_weights else None
+
+
+# 16-bit score rows from this length on take PyTorch's 16-bit softmax kernels, which are
+# vectorized along the row (an AVX-512 register holds 32 bf16 values); shorter rows run an
+# unvectorized loop there (2.8 against 0.4 ms for a backward of 4,000 x 8 rows of 16 against
+# 32), and take the float32 softmax and a backward of plain passes instead
+SOFTMAX16_ROW = 32
+
+
+class _Attention16(torch.autograd.Function):
+    """Eq. 1 for 16-bit training on the CPU, with fewer passes than autograd's way through
+    ``reference_attention``: the heads are copied out of the projection's layout once (the
+    products' transposed operands read in place), the scale rides on the products (alpha),
+    the mask is written into the scores in place, and backward needs no mask (the masked
+    weights are 0) and no float32 copies. The probabilities are kept for backward.
+    Results equal the reference computation's (the same softmax in float32 or in PyTorch's
+    16-bit kernel, which computes in float32; docs/design.md)."""
+
+    @staticmethod
+    def forward(ctx, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                is_causal: bool) -> Tensor:
+        b, h, t, dh = query.shape
+        s = key.size(2)
+        scale = 1.0 / math.sqrt(dh)
+        q, k, v = (x.reshape(b * h, -1, dh) for x in (query, key, value))  # (B * H, ., Dh)
+        none = q.new_empty(())
+        scores = torch.baddbmm(none, q, k.transpose(1, 2), beta=0.0, alpha=scale)
+        if is_causal:
+            mask = torch.ones(t, s, dtype=torch.bool).tril()
+        if mask is not None:
+            scores.view(b, h, t, s).masked_fill_(~mask, float("-inf"))
+        weights = (scores.softmax(dim=-1) if s >= SOFTMAX16_ROW
+                   else scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype))
+        ctx.save_for_backward(q, k, v, weights)
+        ctx.scale = scale
+        return torch.bmm(weights, v).view(b, h, t, dh)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        q, k, v, weights = ctx.saved_tensors
+        b, h, t, dh = grad.shape
+        g = grad.reshape(b * h, t, dh)
+        grad_v = torch.bmm(weights.transpose(1, 2), g)
+        grad_weights = torch.bmm(g, v.transpose(1, 2))
+        if weights.size(-1) >= SOFTMAX16_ROW:
+            grad_scores = torch._softmax_backward_data(grad_weights, weights, -1, weights.dtype)
+        else:  # p * (dp - sum(p * dp)), row by row, in float32
+            products = grad_weights.float().mul_(weights)
+            grad_scores = products.sub_(weights * products.sum(-1, keepdim=True)).to(q.dtype)
+        none = q.new_empty(())
+        grad_q = torch.baddbmm(none, grad_scores, k, beta=0.0, alpha=ctx.scale)
+        grad_k = torch.baddbmm(none, grad_scores.transpose(1, 2), q, beta=0.0, alpha=ctx.scale)
+        s = k.size(1)
+        return (grad_q.view(b, h, t, dh), grad_k.view(b, h, s, dh), grad_v.view(b, h, s, dh),
+                None, None)
 
 
 class CpuFeedForward(nn.Module):
