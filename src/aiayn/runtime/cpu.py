@@ -280,10 +280,9 @@ class CpuAttention(nn.Module):
         return out, weights if return_weights else None
 
 
-# 16-bit score rows from this length on take PyTorch's 16-bit softmax kernels, which are
-# vectorized along the row; shorter rows fall to a slow loop there (a backward over 8 heads'
-# rows of 4,096 queries: 2.8 ms at 16 keys, 0.4 ms at 32) and take the float32 softmax and a
-# backward of plain passes instead
+# 16-bit score rows from this length on take PyTorch's 16-bit softmax backward, which is
+# vectorized along the row; shorter rows fall to a slow loop there (over 32,768 rows: 2.1 ms
+# at 16-31 keys, 0.2-1.2 ms at 32-200) and take plain float32 passes instead (0.7-1.3 ms)
 SOFTMAX16_ROW = 32
 
 
@@ -292,7 +291,8 @@ class _Attention16(torch.autograd.Function):
     ``reference_attention``: the heads are copied out of the projection's layout once (the
     products' transposed operands read in place), the scale rides on the products (alpha),
     the mask is written into the scores in place, and backward needs no mask (the masked
-    weights are 0) and no float32 copies. The probabilities are kept for backward. Results
+    weights are 0) and, for rows of ``SOFTMAX16_ROW`` keys or more, no float32 copies. The
+    probabilities are kept for backward. Results
     equal the reference computation's to 16-bit rounding (docs/design.md)."""
 
     @staticmethod
@@ -308,8 +308,7 @@ class _Attention16(torch.autograd.Function):
             mask = torch.ones(t, s, dtype=torch.bool).tril()
         if mask is not None:
             scores.view(b, h, t, s).masked_fill_(~mask, float("-inf"))
-        weights = (scores.softmax(dim=-1) if s >= SOFTMAX16_ROW
-                   else scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype))
+        weights = softmax_rows(scores)  # (in float32: PyTorch's 16-bit one is slow at many lengths)
         ctx.save_for_backward(q, k, v, weights)
         ctx.scale = scale
         return torch.bmm(weights, v).view(b, h, t, dh)
