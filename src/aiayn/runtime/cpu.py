@@ -42,6 +42,7 @@ from torch import Tensor, nn
 from ..model import (
     Attention,
     FeedForward,
+    causal_mask,
     reference_attention,
     scaled_dot_product_attention,
     softmax_rows,
@@ -292,44 +293,43 @@ class _Attention16(torch.autograd.Function):
     products' transposed operands read in place), the scale rides on the products (alpha),
     the mask is written into the scores in place, and backward needs no mask (the masked
     weights are 0) and, for rows of ``SOFTMAX16_ROW`` keys or more, no float32 copies. The
-    probabilities are kept for backward. Results
-    equal the reference computation's to 16-bit rounding (docs/design.md)."""
+    probabilities are kept for backward. Results equal the reference computation's to 16-bit
+    rounding (docs/design.md). Arguments as ``scaled_dot_product_attention``'s."""
 
     @staticmethod
     def forward(ctx, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
                 is_causal: bool) -> Tensor:
         b, h, t, dh = query.shape
-        s = key.size(2)
         scale = 1.0 / math.sqrt(dh)
-        q, k, v = (x.reshape(b * h, -1, dh) for x in (query, key, value))  # (B * H, ., Dh)
-        none = q.new_empty(())
-        scores = torch.baddbmm(none, q, k.transpose(1, 2), beta=0.0, alpha=scale)
+        q, k, v = (x.reshape(b * h, -1, dh) for x in (query, key, value))  # (B * H, T or S, Dh)
+        unread = q.new_empty(())  # (baddbmm's input, with beta 0)
+        scores = torch.baddbmm(unread, q, k.transpose(1, 2), beta=0.0, alpha=scale)  # (B*H, T, S)
         if is_causal:
-            mask = torch.ones(t, s, dtype=torch.bool).tril()
+            mask = causal_mask(t)  # (1, 1, T, T)
         if mask is not None:
-            scores.view(b, h, t, s).masked_fill_(~mask, float("-inf"))
-        weights = softmax_rows(scores)  # (in float32: PyTorch's 16-bit one is slow at many lengths)
+            scores.view(b, h, t, -1).masked_fill_(~mask, float("-inf"))  # (B, H, T, S)
+        weights = softmax_rows(scores)  # in float32: PyTorch's 16-bit one is slow at many lengths
         ctx.save_for_backward(q, k, v, weights)
         ctx.scale = scale
-        return torch.bmm(weights, v).view(b, h, t, dh)
+        return torch.bmm(weights, v).view(b, h, t, dh)  # (B, H, T, Dh)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         q, k, v, weights = ctx.saved_tensors
         b, h, t, dh = grad.shape
-        g = grad.reshape(b * h, t, dh)
-        grad_v = torch.bmm(weights.transpose(1, 2), g)
-        grad_weights = torch.bmm(g, v.transpose(1, 2))
+        g = grad.reshape(b * h, t, dh)  # (B * H, T, Dh)
+        grad_v = torch.bmm(weights.transpose(1, 2), g)  # (B * H, S, Dh)
+        grad_weights = torch.bmm(g, v.transpose(1, 2))  # (B * H, T, S)
         if weights.size(-1) >= SOFTMAX16_ROW:
             grad_scores = torch._softmax_backward_data(grad_weights, weights, -1, weights.dtype)
         else:  # p * (dp - sum(p * dp)), row by row, in float32
             products = grad_weights.float().mul_(weights)
             grad_scores = products.sub_(weights * products.sum(-1, keepdim=True)).to(q.dtype)
-        none = q.new_empty(())
-        grad_q = torch.baddbmm(none, grad_scores, k, beta=0.0, alpha=ctx.scale)
-        grad_k = torch.baddbmm(none, grad_scores.transpose(1, 2), q, beta=0.0, alpha=ctx.scale)
-        s = k.size(1)
-        return (grad_q.view(b, h, t, dh), grad_k.view(b, h, s, dh), grad_v.view(b, h, s, dh),
+        unread = q.new_empty(())
+        grad_q = torch.baddbmm(unread, grad_scores, k, beta=0.0, alpha=ctx.scale)  # (B*H, T, Dh)
+        grad_k = torch.baddbmm(unread, grad_scores.transpose(1, 2), q, beta=0.0,
+                               alpha=ctx.scale)  # (B * H, S, Dh)
+        return (grad_q.view(b, h, t, dh), grad_k.view(b, h, -1, dh), grad_v.view(b, h, -1, dh),
                 None, None)
 
 
