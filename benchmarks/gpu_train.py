@@ -11,7 +11,9 @@ second, and MFU twice: over the product rate measured on this GPU in that precis
 training log's denominator, ``peak_flops``) and over the card's nominal dense peak where it is
 known (NVIDIA's datasheet: 989 TFLOP/s bf16 and fp16 for the H100 SXM and the H200).
 ``--profile`` adds, per configuration, the operators that take the host's and the device's time
-over three more steps (torch.profiler; how the cuDNN attention's per-shape cost was found).
+over three more steps (torch.profiler; how the cuDNN attention's per-shape cost was found), and
+how many milliseconds of a step the device computes; ``--trace DIR`` writes those steps as a
+Chrome trace, where the device's idle gaps show.
 
     PYTHONPATH=src python3 benchmarks/gpu_train.py --data DIR --sizes base big \\
         --precisions bf16 fp16 --compile no yes --max-tokens 25000
@@ -59,7 +61,7 @@ def worker(shape: dict) -> dict:
 
         def step() -> tuple[int, float]:
             """One step as the training loop takes it: its target tokens and model FLOPs."""
-            micro = next(batches)
+            _, _, micro = next(batches)
             _, _, step_tokens, _ = fitting_step(run, micro, 1e-4, print)
             run.state.batch += cfg.grad_accum  # (as the training loop advances it)
             return step_tokens, sum(training_flops(cfg.arch, run.model_cfg,
@@ -87,8 +89,19 @@ def worker(shape: dict) -> dict:
                 synchronize()
             table = prof.key_averages()
             for key in ("self_cpu_time_total", "self_device_time_total")[:len(kinds)]:
-                print(table.table(sort_by=key, row_limit=15, max_name_column_width=48),
+                print(table.table(sort_by=key, row_limit=25, max_name_column_width=48),
                       file=sys.stderr)
+            if cuda:  # how much of a step the device computes at all (its kernels alone:
+                # an operator's row counts its kernels' time again)
+                busy = sum(e.self_device_time_total for e in table
+                           if e.device_type != torch.autograd.DeviceType.CPU) / 3 / 1000
+                print(f"device busy {busy:.1f} ms a step of {1000 * seconds / shape['steps']:.1f}",
+                      file=sys.stderr)
+            if shape["trace"]:
+                Path(shape["trace"]).mkdir(parents=True, exist_ok=True)
+                prof.export_chrome_trace(str(Path(shape["trace"]) / (
+                    f"{shape['size']}-{shape['precision']}-{shape['compile']}-"
+                    f"{shape['max_tokens']}.json")))
         name = torch.cuda.get_device_name(device) if cuda else "cpu"
         peak = peak_flops(device, run.cfg.precision)
         nominal = next((v[run.cfg.precision] for k, v in NOMINAL.items() if k in name), None)
@@ -114,6 +127,9 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true",
                     help="after the timed steps, three more under torch.profiler: the "
                          "operators that take the host's and the device's time (stderr)")
+    ap.add_argument("--trace", metavar="DIR",
+                    help="with --profile: write each configuration's profiled steps to DIR "
+                         "as a Chrome trace (chrome://tracing, Perfetto)")
     ap.add_argument("--warmup", type=int, default=8)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -128,7 +144,7 @@ def main() -> None:
             args.sizes, args.precisions, args.compile, args.max_tokens):
         shape = {"data": args.data, "size": size, "precision": precision, "compile": compiled,
                  "max_tokens": max_tokens, "grad_accum": args.grad_accum, "device": args.device,
-                 "profile": args.profile,
+                 "profile": args.profile, "trace": args.trace,
                  "warmup": args.warmup, "steps": args.steps}
         done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(shape)],
                               capture_output=True, text=True)

@@ -60,3 +60,23 @@ def test_collate_uses_the_model_s_special_ids(toy_data):
     assert batch.tgt_in[0, :len(tgt) + 1].tolist() == [99] + tgt
     assert batch.tgt_out[0, :len(tgt) + 1].tolist() == tgt + [0]
     assert batch.target_tokens == sum(len(corpus.ids("tgt", i)) + 1 for i in (0, 1))
+
+
+def test_collate_of_scattered_sentences_matches_one_slice_a_sentence(toy_data):
+    """The batch gathered in one pass equals the batch laid out sentence by sentence, for
+    indices in any order and repeated (a batch's rows are sorted by length, not by index)."""
+    corpus = ParallelCorpus(toy_data, "train")
+    cfg = ModelConfig.preset("tiny", vocab_size=100)
+    indices = np.random.default_rng(0).permutation(len(corpus))[:7]
+    indices = np.concatenate([indices, indices[:2]])
+    batch = corpus.collate(indices, cfg)
+    rows = {name: [] for name in ("src", "tgt_in", "tgt_out")}
+    for i in indices:
+        src, tgt = corpus.ids("src", i).tolist(), corpus.ids("tgt", i).tolist()
+        rows["src"].append(src + [cfg.eos_id])
+        rows["tgt_in"].append([cfg.bos_id] + tgt)
+        rows["tgt_out"].append(tgt + [cfg.eos_id])
+    for name, expected in rows.items():
+        width = max(map(len, expected))
+        padded = [r + [cfg.pad_id] * (width - len(r)) for r in expected]
+        assert getattr(batch, name).tolist() == padded, name

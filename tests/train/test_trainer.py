@@ -34,6 +34,32 @@ def test_resumed_training_equals_uninterrupted_training(toy_data, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.parametrize("into_second", [0, 1])
+def test_resuming_at_or_after_an_epoch_s_end_equals_uninterrupted_training(toy_data, tmp_path,
+                                                                          into_second):
+    """The batches are collated a step ahead on a thread; the position a checkpoint records
+    is still the one after its step, at an epoch's last batch too, and the run ends at the
+    start of the epoch after its last."""
+    from aiayn.data.corpus import ParallelCorpus, token_batches
+    per_epoch = len(token_batches(ParallelCorpus(toy_data, "train").sizes, FAST["max_tokens"],
+                                  seed=TrainConfig().seed, epoch=0))
+    quiet = dict(progress=False, log=lambda *_: None)
+    cfg = TrainConfig(**FAST, max_epochs=2, schedule="paper")
+    whole = train(toy_data, tmp_path / "whole", cfg, **quiet)
+    first = train(toy_data, tmp_path / "split", TrainConfig(
+        **FAST, max_epochs=2, max_steps=per_epoch + into_second, schedule="paper"), **quiet)
+    assert first["stopped"] == "max_steps"
+    saved = json.loads((tmp_path / "split/checkpoints/last" / ckpt.STATE_JSON).read_text())
+    assert saved["position"] == {"step": per_epoch + into_second, "epoch": into_second,
+                                 "batch": per_epoch if into_second == 0 else 1}
+    split = train(toy_data, tmp_path / "split", cfg, resume=True, **quiet)
+    assert whole["stopped"] == split["stopped"] == "max_epochs"
+    assert whole["step"] == split["step"] == 2 * per_epoch
+    assert losses(tmp_path / "whole") == losses(tmp_path / "split")
+    ended = json.loads((tmp_path / "whole/checkpoints/last" / ckpt.STATE_JSON).read_text())
+    assert ended["position"] == {"step": 2 * per_epoch, "epoch": 2, "batch": 0}
+
+
 def test_training_on_the_cpu_keeps_its_logits_pages(toy_data, tmp_path, monkeypatch):
     # the allocator setting is process-wide and set once: the call is what is checked here,
     # its effect on page faults in tests/test_cpu.py
@@ -148,3 +174,26 @@ def test_ddp_with_two_gloo_processes_equals_one_process_on_the_global_batch(toy_
     assert not torch.equal(a["output_proj.weight"],
                            Transformer(Checkpoint.open(tmp_path / "one/checkpoints/last").config
                                        ).output_proj.weight)
+
+
+def test_items_made_ahead_arrive_in_order_with_their_error_in_its_turn():
+    import threading
+
+    from aiayn.train.trainer import ahead
+
+    def items():
+        yield from range(3)
+        raise UserError("bad batch")
+
+    got = []
+    with pytest.raises(UserError, match="bad batch"):
+        for item in ahead(items()):
+            got.append(item)
+    assert got == [0, 1, 2]
+    made = ahead(iter(range(100)))
+    assert next(made) == 0
+    made.close()  # the caller stopped: so does the thread
+    for thread in threading.enumerate():
+        if thread.name == "aiayn-batches":
+            thread.join(timeout=2)
+            assert not thread.is_alive()

@@ -108,26 +108,38 @@ class ParallelCorpus:
         ids, offsets = self.sides[side]
         return ids[offsets[index]:offsets[index + 1]]
 
+    def rows(self, side: str, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sentences ``indices`` of one side, concatenated, and their lengths: one gather from
+        the mapped file (a slice a sentence costs ~6 us of Python each, 7 ms a batch of 25,000
+        tokens, while a GPU waits for it)."""
+        ids, offsets = self.sides[side]
+        indices = np.asarray(indices, dtype=np.int64)
+        starts = np.asarray(offsets[indices], dtype=np.int64)
+        lengths = np.asarray(offsets[indices + 1], dtype=np.int64) - starts
+        # position k of the concatenation is file position start[row] + (k - row's first k)
+        positions = np.arange(int(lengths.sum())) + np.repeat(starts - (np.cumsum(lengths)
+                                                                         - lengths), lengths)
+        return np.asarray(ids[positions]), lengths
+
     def collate(self, indices: np.ndarray, cfg: ModelConfig) -> "Batch":
         """Pad a batch with the model's special ids: src = ids + EOS; tgt_in = start (BOS, or
         pad for Marian) + ids; tgt_out = ids + EOS. A classification corpus gives tgt_out
         (B, 1) label indices (and ``pad_id`` -1: every label counts)."""
-        srcs = [self.ids("src", i) for i in indices]
-        tgts = [self.ids("tgt", i) for i in indices]
+        srcs, src_lengths = self.rows("src", indices)
+        tgts, tgt_lengths = self.rows("tgt", indices)
         pad = cfg.pad_id
-        src = padded_rows(srcs, pad, last=cfg.eos_id)
+        src = padded_rows(srcs, src_lengths, pad, last=cfg.eos_id)
         if self.labels is not None:  # text + EOS; the label index, no padding (pad_id -1)
-            labels = torch.tensor([[int(t[0])] for t in tgts])
-            return Batch(src, src, labels, -1)
-        tgt_in = padded_rows(tgts, pad, first=cfg.start_id)
-        tgt_out = padded_rows(tgts, pad, last=cfg.eos_id)
+            first = np.cumsum(tgt_lengths) - tgt_lengths
+            return Batch(src, src, torch.from_numpy(tgts[first].astype(np.int64)[:, None]), -1)
+        tgt_in = padded_rows(tgts, tgt_lengths, pad, first=cfg.start_id)
+        tgt_out = padded_rows(tgts, tgt_lengths, pad, last=cfg.eos_id)
         b, t = tgt_in.shape
         alignment = None
         if self.links is not None:
             alignment = torch.zeros(b, t, src.size(1))
-            for row, (i, s, x) in enumerate(zip(indices, srcs, tgts)):
-                self.alignment(int(i), len(s), len(x), alignment[row],
-                               shift=cfg.aligner)
+            for row, (i, s, x) in enumerate(zip(indices, src_lengths, tgt_lengths)):
+                self.alignment(int(i), int(s), int(x), alignment[row], shift=cfg.aligner)
         return Batch(src, tgt_in, tgt_out, pad, alignment)
 
     def alignment(self, index: int, n_src: int, n_tgt: int, out: Tensor, *,
@@ -147,23 +159,23 @@ class ParallelCorpus:
         return out.div_(out.sum(1, keepdim=True).clamp_min(1.0))
 
 
-def padded_rows(rows: list[np.ndarray], pad: int, *, first: int | None = None,
+def padded_rows(flat: np.ndarray, lengths: np.ndarray, pad: int, *, first: int | None = None,
                 last: int | None = None) -> Tensor:
-    """The rows as one (len(rows), longest + 1) int64 tensor padded with ``pad``, each row
-    after ``first`` or followed by ``last`` (one of them). Written by numpy in whole-array
-    passes: a loop over rows costs ~40 us a sentence, 27 ms a batch of 25,000 tokens."""
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    lead = int(first is not None)
-    out = np.full((len(rows), int(lengths.max(initial=0)) + 1), pad, dtype=np.int64)
+    """The rows (``flat``, cut at ``lengths``) as one (rows, longest + 1) int64 tensor padded
+    with ``pad``, each row after ``first`` or followed by ``last`` (one of them). Written by
+    numpy in whole-array passes: a loop over rows costs ~40 us a sentence, 27 ms a batch of
+    25,000 tokens."""
+    rows, lead = len(lengths), int(first is not None)
+    out = np.full((rows, int(lengths.max(initial=0)) + 1), pad, dtype=np.int64)
     starts = np.cumsum(lengths) - lengths
-    if lengths.sum():
-        which = np.repeat(np.arange(len(rows)), lengths)
-        where = np.arange(int(lengths.sum())) - np.repeat(starts, lengths) + lead
-        out[which, where] = np.concatenate(rows)
+    if len(flat):
+        which = np.repeat(np.arange(rows), lengths)
+        where = np.arange(len(flat)) - np.repeat(starts, lengths) + lead
+        out[which, where] = flat
     if first is not None:
         out[:, 0] = first
     if last is not None:
-        out[np.arange(len(rows)), lengths] = last
+        out[np.arange(rows), lengths] = last
     return torch.from_numpy(out)
 
 

@@ -9,12 +9,14 @@ every world-th batch; rank 0 alone writes).
 
 from __future__ import annotations
 
+import queue
 import signal
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -29,6 +31,8 @@ from .schedule import Schedule
 from .setup import Run, TrainState, setup
 from .step import fitting_step
 from .validation import validate
+
+T = TypeVar("T")
 
 
 class Preemption:
@@ -87,47 +91,52 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
             log(f"step {state.step} is the run's last (--max-steps {cfg.max_steps}): no step "
                 "left to train")
     run.net.train()
-    for micro in _micro_batches(run) if not stop else ():
-        lr = schedule.lr(state.step + 1)
-        loss, nll, tokens, finite = fitting_step(run, micro, lr, log)
-        state.step, state.batch = state.step + 1, state.batch + cfg.grad_accum
-        if finite:
-            flops = sum(training_flops(cfg.arch, run.model_cfg, (b.src.size(0), b.src.size(1)),
-                                       (b.tgt_in.size(0), b.tgt_in.size(1))) for b in micro)
-            window.add(loss, nll, tokens, flops)
-            state.bad_steps = 0
-        else:
-            _skipped(run, lr, log)
-        if bar is not None:
-            bar.update(1)
-        if state.step % cfg.log_every == 0 and window.tokens:  # (a skipped step logs nothing)
-            record = window.record(state.step, state.epoch, lr, run.world,
-                                   hardware.peak_flops(run.device, run.cfg.precision))
-            run.metrics.write(record)
+    steps = _micro_batches(run, start=not stop)
+    with closing(steps):  # (its thread ends with the loop, an error's too)
+        for epoch, position, micro in steps:
+            lr = schedule.lr(state.step + 1)
+            loss, nll, tokens, finite = fitting_step(run, micro, lr, log)
+            state.step, state.epoch, state.batch = state.step + 1, epoch, position
+            if finite:
+                flops = sum(training_flops(cfg.arch, run.model_cfg, (b.src.size(0), b.src.size(1)),
+                                           (b.tgt_in.size(0), b.tgt_in.size(1))) for b in micro)
+                window.add(loss, nll, tokens, flops)
+                state.bad_steps = 0
+            else:
+                _skipped(run, lr, log)
             if bar is not None:
-                bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{lr:.2e}",
-                                tok_s=f"{record['tokens_per_s']:.0f}",
-                                mfu=f"{record.get('mfu', 0):.0%}")
-            window = Window()
-        stop = _budget_spent(cfg, state, start_time, run.world, run.device)
-        if preemption.received is not None:  # a checkpoint, no validation: resume is exact
-            stop = "signal"
-            break
-        keep = schedule.keep_checkpoint(state.step)
-        if state.step % cfg.valid_every == 0 or stop or keep:
-            summary = validate(run)
-            if run.metrics.enabled:  # (a quiet moment: MFU's denominator probed again)
-                hardware.measure_peak_again(run.device, run.cfg.precision)
-            if bar is not None and len(summary) > 1:  # progress and validation to stderr
-                bar.write(describe(summary), file=sys.stderr)
-            if save(run, window, final=bool(stop)):
-                last_saved = state.step
-            if cfg.patience and state.bad_validations >= cfg.patience and not stop:
-                stop = "patience"
-        if stop:
-            break
-    else:
-        stop = stop or "max_epochs"
+                bar.update(1)
+            if state.step % cfg.log_every == 0 and window.tokens:  # (a skipped step logs nothing)
+                record = window.record(state.step, state.epoch, lr, run.world,
+                                       hardware.peak_flops(run.device, run.cfg.precision))
+                run.metrics.write(record)
+                if bar is not None:
+                    bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{lr:.2e}",
+                                    tok_s=f"{record['tokens_per_s']:.0f}",
+                                    mfu=f"{record.get('mfu', 0):.0%}")
+                window = Window()
+            stop = _budget_spent(cfg, state, start_time, run.world, run.device)
+            if preemption.received is not None:  # a checkpoint, no validation: resume is exact
+                stop = "signal"
+                break
+            keep = schedule.keep_checkpoint(state.step)
+            if state.step % cfg.valid_every == 0 or stop or keep:
+                summary = validate(run)
+                if run.metrics.enabled:  # (a quiet moment: MFU's denominator probed again)
+                    hardware.measure_peak_again(run.device, run.cfg.precision)
+                if bar is not None and len(summary) > 1:  # progress and validation to stderr
+                    bar.write(describe(summary), file=sys.stderr)
+                if save(run, window, final=bool(stop)):
+                    last_saved = state.step
+                if cfg.patience and state.bad_validations >= cfg.patience and not stop:
+                    stop = "patience"
+            if stop:
+                break
+        else:
+            if not stop:  # every epoch's batches are taken
+                stop = "max_epochs"
+                if state.epoch < cfg.max_epochs:
+                    state.epoch, state.batch = cfg.max_epochs, 0
     if bar is not None:
         bar.close()
     run.metrics.close()
@@ -217,19 +226,73 @@ def _skipped(run: Run, lr: float, log) -> None:
                         "a lower --lr-scale or with --clip-norm")
 
 
-def _micro_batches(run: Run) -> Iterator[list[Batch]]:
+def _micro_batches(run: Run, start: bool = True
+                   ) -> Generator[tuple[int, int, list[Batch]], None, None]:
     """The rest of training, ``grad_accum`` batches at a time, epoch after epoch from the
-    state's position (the loop advances ``state.batch``), until ``max_epochs``."""
+    state's position until ``max_epochs``: each step's batches, on the device, after the
+    position that follows them (epoch, batch index), which the loop takes once it has taken
+    the step. They are collated on a thread one step ahead: a GPU that waited for it sat
+    idle 10 ms a `base` step. None if not ``start``."""
     cfg, state = run.cfg, run.state
-    while not (cfg.max_epochs and state.epoch >= cfg.max_epochs):
-        batches = token_batches(run.train_data.sizes, cfg.max_tokens, seed=cfg.seed,
-                                epoch=state.epoch)
-        usable = len(batches) - len(batches) % run.world  # every rank gets as many
-        batches = batches[run.rank:usable:run.world]
-        while state.batch + cfg.grad_accum <= len(batches):
-            yield [run.train_data.collate(batches[state.batch + i], run.model_cfg).to(run.device)
-                   for i in range(cfg.grad_accum)]
-        state.epoch, state.batch = state.epoch + 1, 0
+
+    def steps() -> Iterator[tuple[int, int, list[Batch]]]:
+        epoch, position = state.epoch, state.batch
+        while not (cfg.max_epochs and epoch >= cfg.max_epochs):
+            batches = token_batches(run.train_data.sizes, cfg.max_tokens, seed=cfg.seed,
+                                    epoch=epoch)
+            usable = len(batches) - len(batches) % run.world  # every rank gets as many
+            batches = batches[run.rank:usable:run.world]
+            while position + cfg.grad_accum <= len(batches):
+                micro = [run.train_data.collate(batches[position + i], run.model_cfg)
+                         .to(run.device) for i in range(cfg.grad_accum)]
+                position += cfg.grad_accum
+                yield epoch, position, micro
+            epoch, position = epoch + 1, 0
+
+    return ahead(steps() if start else iter(()))
+
+
+def ahead(items: Iterator[T]) -> Generator[T, None, None]:
+    """``items``, each made on a background thread while the caller works on the one before;
+    an exception there is raised here, in its turn. The thread ends when the caller closes
+    this generator (or drops it)."""
+    made: queue.Queue = queue.Queue(maxsize=1)
+    done = threading.Event()
+
+    def put(entry: tuple) -> bool:
+        while not done.is_set():
+            try:
+                made.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def fill() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((_END, None))
+        except BaseException as err:  # (raised in the caller's thread instead)
+            put((None, err))
+
+    maker = threading.Thread(target=fill, daemon=True, name="aiayn-batches")
+    maker.start()
+    try:
+        while True:
+            item, err = made.get()
+            if err is not None:
+                raise err
+            if item is _END:
+                return
+            yield item
+    finally:  # the thread finishes its item and ends: one left in PyTorch's C++ code when
+        done.set()  # the interpreter exits aborts the process
+        maker.join()
+
+
+_END = object()
 
 
 def _budget_spent(cfg: TrainConfig, state: TrainState, start_time: float, world: int,
