@@ -41,13 +41,15 @@ def test_resuming_at_or_after_an_epoch_s_end_equals_uninterrupted_training(toy_d
     is still the one after its step, at an epoch's last batch too, and the run ends at the
     start of the epoch after its last."""
     from aiayn.data.corpus import ParallelCorpus, token_batches
-    per_epoch = len(token_batches(ParallelCorpus(toy_data, "train").sizes, FAST["max_tokens"],
+    fast = {**FAST, "max_tokens": 600, "valid_every": 1000, "valid_bleu_sentences": 0,
+            "schedule": "paper"}
+    per_epoch = len(token_batches(ParallelCorpus(toy_data, "train").sizes, fast["max_tokens"],
                                   seed=TrainConfig().seed, epoch=0))
     quiet = dict(progress=False, log=lambda *_: None)
-    cfg = TrainConfig(**FAST, max_epochs=2, schedule="paper")
+    cfg = TrainConfig(**fast, max_epochs=2)
     whole = train(toy_data, tmp_path / "whole", cfg, **quiet)
-    first = train(toy_data, tmp_path / "split", TrainConfig(
-        **FAST, max_epochs=2, max_steps=per_epoch + into_second, schedule="paper"), **quiet)
+    first = train(toy_data, tmp_path / "split",
+                  TrainConfig(**fast, max_epochs=2, max_steps=per_epoch + into_second), **quiet)
     assert first["stopped"] == "max_steps"
     saved = json.loads((tmp_path / "split/checkpoints/last" / ckpt.STATE_JSON).read_text())
     assert saved["position"] == {"step": per_epoch + into_second, "epoch": into_second,
