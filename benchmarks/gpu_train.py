@@ -61,9 +61,9 @@ def worker(shape: dict) -> dict:
 
         def step() -> tuple[int, float]:
             """One step as the training loop takes it: its target tokens and model FLOPs."""
-            _, _, micro = next(batches)
+            epoch, position, micro = next(batches)
             _, _, step_tokens, _ = fitting_step(run, micro, 1e-4, print)
-            run.state.batch += cfg.grad_accum  # (as the training loop advances it)
+            run.state.epoch, run.state.batch = epoch, position  # (as the training loop does)
             return step_tokens, sum(training_flops(cfg.arch, run.model_cfg,
                                                    tuple(b.src.shape), tuple(b.tgt_in.shape))
                                     for b in micro)

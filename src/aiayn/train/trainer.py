@@ -232,7 +232,7 @@ def _micro_batches(run: Run, start: bool = True
     state's position until ``max_epochs``: each step's batches, on the device, after the
     position that follows them (epoch, batch index), which the loop takes once it has taken
     the step. They are collated on a thread one step ahead: a GPU that waited for it sat
-    idle 10 ms a `base` step. None if not ``start``."""
+    idle 10 ms a `base` step. No steps if not ``start``."""
     cfg, state = run.cfg, run.state
 
     def steps() -> Iterator[tuple[int, int, list[Batch]]]:
@@ -250,6 +250,9 @@ def _micro_batches(run: Run, start: bool = True
             epoch, position = epoch + 1, 0
 
     return ahead(steps() if start else iter(()))
+
+
+_END = object()  # (what ``ahead``'s thread sends after the last item)
 
 
 def ahead(items: Iterator[T]) -> Generator[T, None, None]:
@@ -291,8 +294,6 @@ def ahead(items: Iterator[T]) -> Generator[T, None, None]:
         done.set()  # the interpreter exits aborts the process
         maker.join()
 
-
-_END = object()
 
 
 def _budget_spent(cfg: TrainConfig, state: TrainState, start_time: float, world: int,
