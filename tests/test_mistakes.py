@@ -110,6 +110,8 @@ CASES = [
     ("average {w}/no-metrics --out {w}/avg", "no step checkpoints"),
     ("average {w}/src.txt --out {w}/avg", "src.txt: is a file; give a training run's"),
     ("plot {w}/no-metrics", "metrics.jsonl"),
+    ("plot {w}/nope", "nope: no such directory; give a training run's directory"),
+    ("plot {w}/src.txt", "src.txt: is a file; give a training run's directory"),
     # translate, score, evaluate
     ("translate --checkpoint {w}/nope --input {w}/src.txt", "no such checkpoint directory"),
     ("translate --checkpoint {w}/not-a-checkpoint --input {w}/src.txt", "not a checkpoint"),

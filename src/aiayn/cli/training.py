@@ -110,5 +110,9 @@ def average_command(args: argparse.Namespace) -> None:
 
 def plot_command(args: argparse.Namespace) -> None:
     from ..train.plot import plot_run
-    output_file(args.out or Path(args.run) / "curves.png", "--out")
+    run = Path(args.run)
+    if not run.is_dir():
+        raise UserError(f"{run}: " + ("is a file" if run.exists() else "no such directory")
+                        + "; give a training run's directory")
+    output_file(args.out or run / "curves.png", "--out")
     print(f"wrote {plot_run(Path(args.run), args.out)}")
