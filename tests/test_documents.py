@@ -246,8 +246,9 @@ def test_bad_files_are_one_line_and_write_nothing(toy_model, tmp_path, capsys, n
     path = tmp_path / name
     path.write_bytes(content)
     out = tmp_path / f"out{path.suffix}"
-    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
-                   str(path), "-o", str(out)], message)
+    err = fails(capsys, ["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
+                         str(path), "-o", str(out)], message)
+    assert path.name in err  # which file
     assert not out.exists()
 
 

@@ -162,8 +162,11 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
                        [content[:4000].decode("utf-8", "replace")])[0]
     if args.shortlist:
         translator.use_shortlist(args.shortlist)
-    data = translate_document(translator, content, kind, options,
-                              glossary=glossary, overwrite=args.overwrite)
+    try:
+        data = translate_document(translator, content, kind, options,
+                                  glossary=glossary, overwrite=args.overwrite)
+    except UserError as e:  # what is wrong inside the file: say which file
+        raise UserError(f"--file {args.file}: {e}") from None
     target.write_bytes(data)
 
 
