@@ -7,12 +7,14 @@ the markup and glossary benchmarks measure tag placement and term positions agai
 As a script it writes a corpus's training pairs' alignments in Pharaoh format, one line per
 pair, for `aiayn prepare --alignments` (guided alignment):
 
-    python benchmarks/alignment.py --corpus DIR --src en --tgt es -o train.en-es.aln
+    python benchmarks/alignment.py --corpus DIR --src en --tgt es -o train.en-es.aln [--tokenized]
 
 Words are split at whitespace, as ``aiayn.markup`` splits them. eflomal is run once over the
 training corpus followed by the pairs to align (it learns from all of them), in both directions,
 and the two are symmetrized with grow-diag-final-and (Koehn et al. 2005), as Moses does
-(``aiayn.inspect.grow_diag_final_and``).
+(``aiayn.inspect.grow_diag_final_and``). ``tokenized`` splits marks off the words first
+(``"(default:"`` -> ``( default :``), as aligners are usually run, and maps the pieces' links
+back onto the whitespace words.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
 import tempfile
 import time
 
@@ -32,20 +35,62 @@ def _read(path: str) -> list[set[tuple[int, int]]]:
                 for line in f]
 
 
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+def pieces(sentence: str) -> tuple[list[str], list[int]]:
+    """``sentence``'s whitespace words split into runs of letters and digits and single marks
+    (``"(default:"`` -> ``( default :``), each piece with the number of its word."""
+    out, word_of = [], []
+    for w, word in enumerate(sentence.split()):
+        for piece in _PIECE.findall(word):
+            out.append(piece)
+            word_of.append(w)
+    return out, word_of
+
+
+def word_links(links: set[tuple[int, int]], src: list[str], src_word: list[int],
+               tgt: list[str], tgt_word: list[int]) -> set[tuple[int, int]]:
+    """Links between pieces as links between their words. A link through a mark counts only
+    where its word has no letters or digits: "Adressen:" is linked through "Adressen", not
+    through its colon."""
+    def through_mark(pieces: list[str], of: list[int]) -> list[bool]:
+        wordy = {of[k] for k, piece in enumerate(pieces) if piece[0] == "_" or piece[0].isalnum()}
+        return [of[k] in wordy and not (piece[0] == "_" or piece[0].isalnum())
+                for k, piece in enumerate(pieces)]
+    src_mark, tgt_mark = through_mark(src, src_word), through_mark(tgt, tgt_word)
+    return {(src_word[i], tgt_word[j]) for i, j in links if not (src_mark[i] or tgt_mark[j])}
+
+
 def eflomal_links(sources: list[str], targets: list[str], train_src: list[str],
-                  train_tgt: list[str]) -> list[set[tuple[int, int]]]:
-    """Symmetrized (source word, target word) links of each pair of ``sources``/``targets``."""
+                  train_tgt: list[str], *, tokenized: bool = False,
+                  **options) -> list[set[tuple[int, int]]]:
+    """Symmetrized (source word, target word) links of each pair of ``sources``/``targets``.
+
+    ``tokenized`` aligns the words' pieces (marks split off, as aligners are usually run)
+    and maps their links back onto the whitespace words; ``options`` go to eflomal's
+    ``Aligner`` (``model=2``, ...)."""
     import eflomal
-    src = [" ".join(s.lower().split()) + "\n" for s in train_src + sources]
-    tgt = [" ".join(t.lower().split()) + "\n" for t in train_tgt + targets]
-    src = [s if s.strip() else "_\n" for s in src]  # eflomal needs a word on each side
-    tgt = [t if t.strip() else "_\n" for t in tgt]
+    src = [s.lower() for s in train_src + sources]
+    tgt = [t.lower() for t in train_tgt + targets]
+    if tokenized:
+        src_split, tgt_split = [pieces(s) for s in src], [pieces(t) for t in tgt]
+        src = [" ".join(p) for p, _ in src_split]
+        tgt = [" ".join(p) for p, _ in tgt_split]
+    # eflomal needs a word on each side
+    src = [" ".join(s.split()) + "\n" if s.strip() else "_\n" for s in src]
+    tgt = [" ".join(t.split()) + "\n" if t.strip() else "_\n" for t in tgt]
     with tempfile.TemporaryDirectory() as tmp:
         fwd, rev = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
-        eflomal.Aligner().align(src, tgt, links_filename_fwd=fwd, links_filename_rev=rev)
+        eflomal.Aligner(**options).align(src, tgt, links_filename_fwd=fwd,
+                                         links_filename_rev=rev)
         forward, backward = _read(fwd), _read(rev)
     n = len(train_src)
-    return [grow_diag_final_and(f, b) for f, b in zip(forward[n:], backward[n:])]
+    links = [grow_diag_final_and(f, b) for f, b in zip(forward[n:], backward[n:])]
+    if tokenized:
+        links = [word_links(pairs, *src_split[n + k], *tgt_split[n + k])
+                 for k, pairs in enumerate(links)]
+    return links
 
 
 def main() -> None:
@@ -54,6 +99,8 @@ def main() -> None:
     p.add_argument("--src", required=True)
     p.add_argument("--tgt", required=True)
     p.add_argument("-o", "--out", required=True, help="the Pharaoh file to write")
+    p.add_argument("--tokenized", action="store_true",
+                   help="align the words' pieces, marks split off; links written between words")
     args = p.parse_args()
 
     def read(lang: str) -> list[str]:
@@ -62,7 +109,7 @@ def main() -> None:
             return [line.rstrip("\n") for line in f]
     start = time.perf_counter()
     src, tgt = read(args.src), read(args.tgt)
-    links = eflomal_links(src, tgt, [], [])
+    links = eflomal_links(src, tgt, [], [], tokenized=args.tokenized)
     with open(args.out, "w", encoding="utf-8") as f:
         for s, t, pairs in zip(src, tgt, links):
             # an empty side was aligned as "_": no links

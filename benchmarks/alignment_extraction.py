@@ -10,7 +10,7 @@ least weight left unaligned (the alignment head's reading, ``HEAD_MIN_WEIGHT``),
 Three random spans of one to three source words per sentence (seed 1) give the hull agreement.
 
     python benchmarks/alignment_extraction.py --checkpoint RUN --corpus DIR --src en \
-        --tgt es [--first 500] [--sentences 200]
+        --tgt es [--first 500] [--sentences 200] [--tokenized]
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ def main() -> None:
     p.add_argument("--tgt", required=True)
     p.add_argument("--first", type=int, default=500)
     p.add_argument("--sentences", type=int, default=200)
+    p.add_argument("--tokenized", action="store_true",
+                   help="eflomal aligns the words' pieces, marks split off (alignment.pieces)")
     args = p.parse_args()
     print(header(), flush=True)
     dev = read(f"{args.corpus}/dev.{args.src}.gz")
@@ -128,7 +130,7 @@ def main() -> None:
             maps[name].append(word_map(weights, src_words, tgt_words))
     train_src = [" ".join(s.split()) for s in read(f"{args.corpus}/train.{args.src}.gz")]
     train_tgt = [" ".join(s.split()) for s in read(f"{args.corpus}/train.{args.tgt}.gz")]
-    gold = eflomal_links(sources, outputs, train_src, train_tgt)
+    gold = eflomal_links(sources, outputs, train_src, train_tgt, tokenized=args.tokenized)
     rng = random.Random(1)
     spans = []
     for source in sources:

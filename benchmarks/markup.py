@@ -11,7 +11,9 @@ the reference keeps as they are (names, numbers, identifiers: what code holds in
 and what a translation keeps too); ``--code-anywhere`` wraps any words in it, prose included,
 which <code> then keeps untranslated. Each tag carries a data-t number
 so that it can be found in any output. A tag "agrees" when the target words it wraps are the
-hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing).
+hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing);
+``--tokenized`` runs eflomal on the words' pieces, marks split off (``alignment.pieces``);
+``--eflomal-runs N`` trains it N times and gives each agreement's mean and range.
 ``--page`` adds real HTML pages: well-formedness and tags kept, and the same agreement on their
 sentences.
 """
@@ -189,6 +191,12 @@ def main() -> None:
     p.add_argument("--misses", action="store_true",
                    help="print each b/a tag the first mode placed otherwise than eflomal's "
                         "projection: the sentence, the words each put it around, the links")
+    p.add_argument("--tokenized", action="store_true",
+                   help="eflomal aligns the words' pieces, marks split off, as aligners are "
+                        "usually run; their links are mapped back onto the words")
+    p.add_argument("--eflomal-runs", type=int, default=1,
+                   help="train eflomal this many times (its sampler starts anew each run) and "
+                        "give each agreement as the mean over the runs and their range")
     args = p.parse_args()
 
     import aiayn
@@ -242,13 +250,17 @@ def main() -> None:
     train_tgt = [" ".join(s.split()) for s in read(args.corpus / f"train.{args.tgt}.gz")]
     parsed = {name: [placed(o) for o in outs] for name, outs in results.items()}
     names = list(parsed)
-    links = eflomal_links(stripped * len(names), [t for n in names for t, _, _ in parsed[n]],
-                          train_src, train_tgt)
+    runs = [eflomal_links(stripped * len(names), [t for n in names for t, _, _ in parsed[n]],
+                          train_src, train_tgt, tokenized=args.tokenized)
+            for _ in range(args.eflomal_runs)]
+    links = runs[0]
     print(f"\nplain translation of the stripped text: BLEU "
           f"{sacrebleu.corpus_bleu(plain, [refs]).score:.2f}, {t3 - t2:.1f} s")
     no_code = [k for k, tags in enumerate(covered) if not set(tags) & code]
-    print("tags agree: exactly = they wrap the hull of the words eflomal links to theirs; "
-          "overlapping = they share a word with it (both empty counts for both)")
+    how = "on the words' pieces, marks split off" if args.tokenized else "on whole words"
+    runs_said = f", {args.eflomal_runs} runs" if args.eflomal_runs > 1 else ""
+    print(f"tags agree: exactly = they wrap the hull of the words eflomal ({how}{runs_said}) "
+          "links to theirs; overlapping = they share a word with it (both empty counts for both)")
     print("| mode | well-formed, tags kept | b and a: exactly | overlapping | code: exactly "
           f"| overlapping | BLEU, tags stripped | BLEU, {len(no_code)} sentences without code "
           "| seconds |")
@@ -256,13 +268,16 @@ def main() -> None:
     for k, name in enumerate(names):
         rows = parsed[name]
         ok = sum(wf and sorted(tags) == sorted(c) for (_, tags, wf), c in zip(rows, covered))
-        mine = links[k * len(picked):(k + 1) * len(picked)]
         other = set(range(number)) - code
         cells = []
         for only in (other, code):
-            exact, overlap, total = agreement([t for _, t, _ in rows], covered, mine, only)
-            cells += [f"{100 * exact / max(1, total):.1f}% of {total}",
-                      f"{100 * overlap / max(1, total):.1f}%"]
+            shares = []
+            for run in runs:
+                mine = run[k * len(picked):(k + 1) * len(picked)]
+                exact, overlap, total = agreement([t for _, t, _ in rows], covered, mine, only)
+                shares.append((100 * exact / max(1, total), 100 * overlap / max(1, total)))
+            cells += [f"{_spread([e for e, _ in shares])} of {total}",
+                      _spread([o for _, o in shares])]
         bleu = sacrebleu.corpus_bleu([t for t, _, _ in rows], [refs]).score
         bleu_plain = sacrebleu.corpus_bleu([rows[i][0] for i in no_code],
                                            [[refs[i] for i in no_code]]).score
@@ -298,6 +313,13 @@ def main() -> None:
               f"malformed spots in the source {len(before)}, in the output {len(after)}; "
               f"the same tags: {kept}; {seconds_page:.1f} s")
     sys.stdout.flush()
+
+
+def _spread(shares: list[float]) -> str:
+    """A share over eflomal's runs: the one, or the mean and the range."""
+    if len(shares) == 1:
+        return f"{shares[0]:.1f}%"
+    return f"{sum(shares) / len(shares):.1f}% ({min(shares):.1f}-{max(shares):.1f})"
 
 
 def _tags(text: str) -> list[str]:

@@ -9,36 +9,18 @@ times on the training pairs plus these translations: twice with its defaults (it
 starts anew each run) and once with its IBM-2-like model (``model=2``). For every pair of
 aligners, and for the tags as placed, the share of tags whose projected words (the hull of the
 target words linked to the tag's source words) are exactly the same; then how the placed tags
-that differ from the first eflomal run's projection differ.
+that differ from the first eflomal run's projection differ. ``--tokenized`` adds three runs on
+the words' pieces, marks split off (``alignment.pieces``), their links mapped back onto words.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
-import tempfile
 from collections import Counter
 
-from alignment import _read
+from alignment import eflomal_links
 from machine import header
 from markup import corpus_parser, placed, read, tagged_sample
-
-from aiayn.inspect import grow_diag_final_and
-
-
-def eflomal_runs(sources: list[str], targets: list[str], train_src: list[str],
-                 train_tgt: list[str], **options) -> list[set[tuple[int, int]]]:
-    """eflomal's symmetrized links of each pair, trained with ``options``."""
-    import eflomal
-    src = [" ".join(s.lower().split()) or "_" for s in train_src + sources]
-    tgt = [" ".join(t.lower().split()) or "_" for t in train_tgt + targets]
-    with tempfile.TemporaryDirectory() as tmp:
-        fwd, rev = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
-        eflomal.Aligner(**options).align([s + "\n" for s in src], [t + "\n" for t in tgt],
-                                         links_filename_fwd=fwd, links_filename_rev=rev)
-        forward, backward = _read(fwd), _read(rev)
-    n = len(train_src)
-    return [grow_diag_final_and(f, b) for f, b in zip(forward[n:], backward[n:])]
 
 
 def hull(pairs: set[tuple[int, int]], words: list[int]) -> list[int]:
@@ -61,6 +43,8 @@ def difference(mine: list[int], theirs: list[int]) -> str:
 
 def main() -> None:
     p = corpus_parser(__doc__)
+    p.add_argument("--tokenized", action="store_true",
+                   help="three more runs on the words' pieces, marks split off")
     args = p.parse_args()
 
     import aiayn
@@ -74,9 +58,14 @@ def main() -> None:
     targets = [text for text, _, _ in outputs]
     train_src = read(args.corpus / f"train.{args.src}.gz")
     train_tgt = read(args.corpus / f"train.{args.tgt}.gz")
-    runs = {"eflomal": eflomal_runs(stripped, targets, train_src, train_tgt),
-            "eflomal again": eflomal_runs(stripped, targets, train_src, train_tgt),
-            "eflomal model 2": eflomal_runs(stripped, targets, train_src, train_tgt, model=2)}
+    runs = {}
+    for marks in [False, True] if args.tokenized else [False]:
+        name = "eflomal, marks split off" if marks else "eflomal"
+        runs[name] = eflomal_links(stripped, targets, train_src, train_tgt, tokenized=marks)
+        runs[f"{name}, again"] = eflomal_links(stripped, targets, train_src, train_tgt,
+                                               tokenized=marks)
+        runs[f"{name}, model 2"] = eflomal_links(stripped, targets, train_src, train_tgt,
+                                                 tokenized=marks, model=2)
     names = ["tags as placed", *runs]
     same = dict.fromkeys(itertools.combinations(names, 2), 0)
     total, kinds = 0, Counter()
