@@ -36,6 +36,7 @@ def _read(path: str) -> list[set[tuple[int, int]]]:
 
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
+_MARK = re.compile(r"[^\w\s]")
 
 
 def pieces(sentence: str) -> tuple[list[str], list[int]]:
@@ -55,9 +56,9 @@ def word_links(links: set[tuple[int, int]], src: list[str], src_word: list[int],
     where its word has no letters or digits: "Adressen:" is linked through "Adressen", not
     through its colon."""
     def through_mark(pieces: list[str], of: list[int]) -> list[bool]:
-        wordy = {of[k] for k, piece in enumerate(pieces) if piece[0] == "_" or piece[0].isalnum()}
-        return [of[k] in wordy and not (piece[0] == "_" or piece[0].isalnum())
-                for k, piece in enumerate(pieces)]
+        mark = [_MARK.match(piece) is not None for piece in pieces]
+        wordy = {of[k] for k, m in enumerate(mark) if not m}
+        return [m and of[k] in wordy for k, m in enumerate(mark)]
     src_mark, tgt_mark = through_mark(src, src_word), through_mark(tgt, tgt_word)
     return {(src_word[i], tgt_word[j]) for i, j in links if not (src_mark[i] or tgt_mark[j])}
 
