@@ -126,11 +126,11 @@ def test_a_batch_that_does_not_fit_is_retried_in_halves(toy_data, tmp_path, monk
     from aiayn.train import step
     original, sizes = step.forward, []
 
-    def small_only(net, batch):
+    def small_only(net, batch, call=None):
         sizes.append(batch.src.size(0))
         if net.training and batch.src.size(0) > 8:  # (training steps; validation fits)
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return original(net, batch)
+        return original(net, batch, call)
     monkeypatch.setattr(step, "forward", small_only)
     logged = []
     cfg = TrainConfig(**{**CFG.to_dict(), "max_tokens": 300})
@@ -142,7 +142,7 @@ def test_a_batch_that_does_not_fit_is_retried_in_halves(toy_data, tmp_path, monk
 def test_a_batch_that_never_fits_says_to_lower_max_tokens(toy_data, tmp_path, monkeypatch):
     from aiayn.train import step
 
-    def never(net, batch):
+    def never(net, batch, call=None):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
                            "68719476736 bytes")
     monkeypatch.setattr(step, "forward", never)

@@ -19,8 +19,8 @@ def _poison(monkeypatch, bad_calls: set[int]) -> None:
     """Make the gradient NaN on the given forward calls (1-based): the loss stays finite."""
     forward, calls = step.forward, [0]
 
-    def poisoned(net, batch):
-        logits = forward(net, batch)
+    def poisoned(net, batch, call=None):
+        logits = forward(net, batch, call)
         if logits.requires_grad:  # a training step, not a validation
             calls[0] += 1
             if calls[0] in bad_calls:

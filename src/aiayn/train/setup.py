@@ -25,6 +25,7 @@ from ..model import build_model
 from ..runtime import cpu
 from ..runtime.hardware import choose_precision, shape_free_attention
 from ..runtime.threads import use_available_cores
+from .copies import Weights16
 from .metrics import MetricsLog
 from .recipe import PRECISIONS, TrainConfig
 
@@ -88,6 +89,7 @@ class Run:
     placeholders: bool  # the data was prepared with placeholder protection
     state: TrainState
     metrics: MetricsLog
+    copies: Weights16 | None = None  # bf16 weight copies the step runs on (a GPU's bf16)
 
     @property
     def is_main(self) -> bool:
@@ -220,6 +222,10 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     if compiled:  # (validation and checkpoints use `model`, not compiled)
         net = cast(nn.Module, torch.compile(net, dynamic=True))
     scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
+    # a GPU's bf16 step runs on 16-bit weight copies, unless DDP's hooks or Inductor need the
+    # model's own parameters (aiayn.train.copies)
+    copies = (Weights16(model) if device.type == "cuda" and cfg.precision == "bf16"
+              and not distributed and not compiled else None)
     if rank == 0:
         if precision_note:
             log(precision_note)
@@ -236,7 +242,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
                train_data, valid_data, valid_sources, references, tokenizer,
                stats.get("languages"), labels,
-               bool(stats.get("placeholders")), state, metrics)
+               bool(stats.get("placeholders")), state, metrics, copies)
 
 
 def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,

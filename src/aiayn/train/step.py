@@ -5,7 +5,9 @@ that does not fit in memory is retried in halves."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import nullcontext
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -16,14 +18,18 @@ from ..data.corpus import Batch
 from ..errors import UserError
 from ..model import EncoderModel, LanguageModel
 from ..runtime.hardware import choose_precision
+from .copies import Weights16
 from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll
 from .setup import Run, rank_and_world
 
 
 def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-               micro: list[Batch], *, lr: float, cfg: TrainConfig,
-               device: torch.device) -> tuple[float, float, int, bool]:
+               micro: list[Batch], *, lr: float, cfg: TrainConfig, device: torch.device,
+               copies: Weights16 | None = None) -> tuple[float, float, int, bool]:
     """One optimizer step over the micro-batches ``micro`` (gradient accumulation).
+
+    With ``copies`` the forward and backward passes run on the model's 16-bit weight copies
+    instead of under autocast, and each micro-batch's gradients go onto the float32 weights.
 
     The loss is summed over target tokens and divided by the step's token count across all
     ranks; DDP averages gradients over ranks, hence the factor ``world``. A step whose loss or
@@ -45,17 +51,21 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     # are read once, with the gradient norm: one wait for the device a step, not one a batch
     sums = torch.zeros(2, dtype=torch.float64, device=device)
     tokens = 0
+    if copies is not None:
+        copies.refresh()
     for i, batch in enumerate(micro):
         sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
         with sync:
-            with autocast(device, cfg.precision):
-                logits, attention = forward_aligned(net, batch)
+            with autocast(device, cfg.precision) if copies is None else nullcontext():
+                logits, attention = forward_aligned(net, batch, copies)
             loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                            cfg.label_smoothing, batch.pad_id)
             total = loss
             if attention is not None and batch.alignment is not None:
                 total = loss + cfg.alignment_weight * alignment_loss(attention, batch.alignment)
             scaler.scale(total * norm).backward()
+        if copies is not None:
+            copies.gradients_to_masters()
         sums += torch.stack([loss.detach(), nll.detach()]).double()
         tokens += batch.target_tokens
     scaler.unscale_(optimizer)  # (a no-op unless fp16 loss scaling is on)
@@ -75,24 +85,29 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     return loss_sum, nll_sum, tokens, finite
 
 
-def forward(net: nn.Module, batch: Batch) -> torch.Tensor:
-    """Teacher-forced logits: the translation model reads the source, the LM the target alone."""
+def forward(net: nn.Module, batch: Batch, call: Callable[..., Any] | None = None
+            ) -> torch.Tensor:
+    """Teacher-forced logits: the translation model reads the source, the LM the target alone.
+    ``call`` runs the model in ``net``'s place (``Weights16``: on its 16-bit weight copies)."""
     module = _unwrap_compiled(net)
     module = module.module if isinstance(module, DistributedDataParallel) else module
+    run = net if call is None else call
     if isinstance(module, LanguageModel):
-        return net(batch.tgt_in)
+        return run(batch.tgt_in)
     if isinstance(module, EncoderModel):  # (B, 1, classes): one prediction per text
-        return net(batch.src).logits[:, None, :]
-    return net(batch.src, batch.tgt_in)
+        return run(batch.src).logits[:, None, :]
+    return run(batch.src, batch.tgt_in)
 
 
-def forward_aligned(net: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
+def forward_aligned(net: nn.Module, batch: Batch, call: Callable[..., Any] | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``forward``'s logits, and the alignment head's (B, T, S) weights when the batch carries
-    alignment targets (guided alignment)."""
+    alignment targets (guided alignment); ``call`` as ``forward``'s."""
     with _shape_settings(net):
         if batch.alignment is None:
-            return forward(net, batch), None
-        logits, attention = net(batch.src, batch.tgt_in, return_alignment=True)
+            return forward(net, batch, call), None
+        run = net if call is None else call
+        logits, attention = run(batch.src, batch.tgt_in, return_alignment=True)
         return logits, attention
 
 
@@ -136,11 +151,13 @@ def fitting_step(run: Run, micro: list[Batch], lr: float,
     while True:
         try:
             return train_step(run.net, run.optimizer, run.scaler, micro, lr=lr, cfg=run.cfg,
-                              device=run.device)
+                              device=run.device, copies=run.copies)
         except (torch.OutOfMemoryError, RuntimeError) as err:
             if not _out_of_memory(err):
                 raise
             run.optimizer.zero_grad(set_to_none=True)
+            if run.copies is not None:
+                run.copies.zero_grad()
             if run.device.type == "cuda":
                 torch.cuda.empty_cache()
             split = [half for batch in micro for half in batch.halves()]

@@ -1,0 +1,76 @@
+"""A GPU's bf16 training step on 16-bit weight copies, run on the CPU (the code is
+device-agnostic; only the choice to use it is the GPU's): against the model converted to bf16
+by PyTorch, and against the step under autocast."""
+
+import torch
+
+from aiayn import ModelConfig, Transformer
+from aiayn.train.copies import Weights16
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.step import train_step
+
+from .test_fused_step import VOCAB, batches
+
+
+def tiny_model() -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(ModelConfig.preset("tiny", vocab_size=VOCAB, dropout=0.0)).train()
+
+
+def test_weight_copies_compute_what_the_model_converted_to_bf16_computes():
+    model, batch = tiny_model(), batches(1)[0]
+    converted = Transformer(model.cfg).train()
+    converted.load_state_dict(model.state_dict())
+    converted.to(torch.bfloat16)  # PyTorch's conversion, parameters and buffers
+    copies = Weights16(model)
+    copies.refresh()
+    ours = copies(batch.src, batch.tgt_in)
+    theirs = converted(batch.src, batch.tgt_in)
+    assert ours.dtype == torch.bfloat16
+    assert torch.equal(ours, theirs)
+    grad = torch.randn_like(theirs)
+    ours.backward(grad)
+    theirs.backward(grad)
+    copies.gradients_to_masters()
+    named = dict(converted.named_parameters())
+    for name, param in model.named_parameters():
+        assert param.grad is not None and param.grad.dtype == torch.float32
+        assert torch.equal(param.grad, named[name].grad.float()), name
+    assert all(c.grad is None for c in copies.copies)
+
+
+def test_gradients_of_micro_batches_add_up_in_float32():
+    model, (first, second) = tiny_model(), batches(2)
+    copies = Weights16(model)
+    copies.refresh()
+    expected = {}
+    for i, batch in enumerate((first, second)):
+        copies(batch.src, batch.tgt_in).float().square().mean().backward()
+        for name, copy in zip(copies.names, copies.copies):
+            expected[name] = expected.get(name, 0) + copy.grad.float()
+        copies.gradients_to_masters()
+    for name, param in model.named_parameters():
+        torch.testing.assert_close(param.grad, expected[name], rtol=0, atol=0)
+
+
+def test_a_step_on_copies_trains_as_a_step_under_autocast():
+    """Over 10 steps in bf16, the step on weight copies and the step under CPU autocast (whose
+    LayerNorm and residual stream are bf16 too) give losses within bf16's rounding."""
+    cfg = TrainConfig(preset="tiny", precision="bf16")
+    data = batches(10)
+    losses = {}
+    for way in ("copies", "autocast"):
+        model = tiny_model()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
+                                     eps=cfg.adam_eps)
+        scaler = torch.amp.GradScaler("cuda", enabled=False)
+        copies = Weights16(model) if way == "copies" else None
+        losses[way] = []
+        for batch in data:
+            loss, _, tokens, finite = train_step(model, optimizer, scaler, [batch, batch],
+                                                 lr=1e-3, cfg=cfg,
+                                                 device=torch.device("cpu"), copies=copies)
+            assert finite
+            losses[way].append(loss / tokens)
+    assert losses["copies"][-1] < losses["copies"][0]
+    torch.testing.assert_close(losses["copies"], losses["autocast"], rtol=3e-2, atol=0)
