@@ -12,8 +12,11 @@ training log's denominator, ``peak_flops``) and over the card's nominal dense pe
 known (NVIDIA's datasheet: 989 TFLOP/s bf16 and fp16 for the H100 SXM and the H200).
 ``--profile`` adds, per configuration, the operators that take the host's and the device's time
 over three more steps (torch.profiler; how the cuDNN attention's per-shape cost was found), and
-how many milliseconds of a step the device computes; ``--trace DIR`` writes those steps as a
-Chrome trace, where the device's idle gaps show.
+from those steps' Chrome trace the device's milliseconds and kernel count a step by kind of
+kernel (products, attention, LayerNorm, copies and casts...: ``kernel_summary``) and the
+costliest kernels; ``--trace DIR`` keeps the trace, where the device's idle gaps show.
+``--variants autocast now`` times a GPU's bf16 step as it was (under autocast) beside the step
+as the trainer takes it (on 16-bit weight copies, ``aiayn.train.copies``).
 
     PYTHONPATH=src python3 benchmarks/gpu_train.py --data DIR --sizes base big \\
         --precisions bf16 fp16 --compile no yes --max-tokens 25000
@@ -32,6 +35,54 @@ from pathlib import Path
 
 NOMINAL = {"H100": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
            "H200": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12}}
+
+
+KERNEL_KINDS = [  # (kind, pattern over a kernel's name), the first match counts
+    ("attention", r"flash|fmha|attention|mem_eff"),
+    ("matrix product", r"gemm|nvjet|cutlass|xmma|sm90_|cublas"),
+    ("layer norm", r"layer_norm|LayerNorm|GammaBeta|RowwiseMoments|layernorm"),
+    ("softmax and loss", r"softmax|nll|cross_entropy"),
+    ("optimizer", r"multi_tensor|adam|Adam|foreach"),
+    ("dropout", r"dropout|philox|bernoulli"),
+    ("copy and cast", r"copy"),
+    ("reduction", r"reduce"),
+    ("fused (Inductor)", r"triton"),
+    ("elementwise", r"elementwise"),
+]
+
+
+def kernel_summary(trace: Path, steps: int) -> list[str]:
+    """Lines: per step, the device's milliseconds and kernel count by kind of kernel, from a
+    Chrome trace (its kernels, copies and memsets), then the 15 costliest kernels."""
+    import re
+    from collections import Counter
+    events = json.loads(trace.read_text())["traceEvents"]
+    kinds: Counter = Counter()
+    counts: Counter = Counter()
+    names: Counter = Counter()
+    for e in events:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset") or "dur" not in e:
+            continue
+        name = e["name"]
+        kind = ("memcpy/memset" if e["cat"] != "kernel" else
+                next((k for k, pattern in KERNEL_KINDS if re.search(pattern, name)), "other"))
+        kinds[kind] += e["dur"] / 1000 / steps
+        counts[kind] += 1 / steps
+        names[name[:110]] += e["dur"] / 1000 / steps
+    lines = [f"device busy {sum(kinds.values()):.1f} ms a step, {sum(counts.values()):.0f} "
+             "kernels:"]
+    lines += [f"  {kind:<18} {ms:6.2f} ms  {counts[kind]:5.0f}" for kind, ms in
+              kinds.most_common()]
+    lines += ["costliest kernels (ms a step):"]
+    lines += [f"  {ms:6.2f}  {name}" for name, ms in names.most_common(15)]
+    return lines
+
+
+def apply_variant(variant: str, run) -> None:
+    """The step as trained ("now"), or a GPU's bf16 step under autocast, as it was trained
+    before the 16-bit weight copies ("autocast")."""
+    if variant == "autocast":
+        run.copies = None
 
 
 def worker(shape: dict) -> dict:
@@ -54,6 +105,8 @@ def worker(shape: dict) -> dict:
         device = run.device
         cuda = device.type == "cuda"
         batches = _micro_batches(run)
+        variant = shape["variant"]
+        apply_variant(variant, run)
 
         def synchronize() -> None:
             if cuda:
@@ -97,15 +150,20 @@ def worker(shape: dict) -> dict:
                            if e.device_type != torch.autograd.DeviceType.CPU) / 3 / 1000
                 print(f"device busy {busy:.1f} ms a step of {1000 * seconds / shape['steps']:.1f}",
                       file=sys.stderr)
-            if shape["trace"]:
-                Path(shape["trace"]).mkdir(parents=True, exist_ok=True)
-                prof.export_chrome_trace(str(Path(shape["trace"]) / (
-                    f"{shape['size']}-{shape['precision']}-{shape['compile']}-"
-                    f"{shape['max_tokens']}.json")))
+            trace = Path(shape["trace"] or tempfile.mkdtemp()) / (
+                f"{shape['size']}-{shape['precision']}-{shape['compile']}-"
+                f"{shape['max_tokens']}-{variant}.json")
+            trace.parent.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(trace))
+            if cuda:
+                print("\n".join(kernel_summary(trace, 3)), file=sys.stderr)
+            if not shape["trace"]:
+                trace.unlink()
         name = torch.cuda.get_device_name(device) if cuda else "cpu"
         peak = peak_flops(device, run.cfg.precision)
         nominal = next((v[run.cfg.precision] for k, v in NOMINAL.items() if k in name), None)
         return {**{k: shape[k] for k in ("size", "precision", "compile", "max_tokens")},
+                "variant": variant,
                 "device": name, "tokens_per_s": tokens / seconds,
                 "step_ms": 1000 * seconds / shape["steps"], "tflops": flops / seconds / 1e12,
                 "mfu": flops / seconds / peak, "peak_tflops": peak / 1e12,
@@ -123,6 +181,9 @@ def main() -> None:
                     help="eager (no), `aiayn train --compile` (yes), or both")
     ap.add_argument("--max-tokens", type=int, nargs="+", default=[25000])
     ap.add_argument("--grad-accum", type=int, default=1)
+    ap.add_argument("--variants", nargs="+", default=["now"],
+                    choices=["now", "autocast"],
+                    help="the step as trained, or without a part of it (``apply_variant``)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script")
     ap.add_argument("--profile", action="store_true",
                     help="after the timed steps, three more under torch.profiler: the "
@@ -137,30 +198,31 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    print("| preset | precision | compiled | max tokens | target tok/s | ms/step | model "
+    print("| preset | precision | variant | compiled | max tokens | target tok/s | ms/step | model "
           "TFLOP/s | MFU (measured peak) | MFU (nominal) | warm-up s | memory GiB |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
-    for size, precision, compiled, max_tokens in itertools.product(
-            args.sizes, args.precisions, args.compile, args.max_tokens):
-        shape = {"data": args.data, "size": size, "precision": precision, "compile": compiled,
-                 "max_tokens": max_tokens, "grad_accum": args.grad_accum, "device": args.device,
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    for size, precision, compiled, max_tokens, variant in itertools.product(
+            args.sizes, args.precisions, args.compile, args.max_tokens, args.variants):
+        shape = {"variant": variant, "data": args.data, "size": size, "precision": precision,
+                 "compile": compiled, "max_tokens": max_tokens, "grad_accum": args.grad_accum,
+                 "device": args.device,
                  "profile": args.profile, "trace": args.trace,
                  "warmup": args.warmup, "steps": args.steps}
         done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(shape)],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            print(f"| {size} | {precision} | {compiled} | {max_tokens} | failed: "
+            print(f"| {size} | {precision} | {variant} | {compiled} | {max_tokens} | failed: "
                   f"{done.stderr.strip().splitlines()[-1:]} |", flush=True)
             print(done.stderr[-3000:], file=sys.stderr)
             continue
         if args.profile:
-            print(f"{size} {precision} compiled={compiled} {max_tokens}:\n"
+            print(f"{size} {precision} {variant} compiled={compiled} {max_tokens}:\n"
                   + "\n".join(line for line in done.stderr.splitlines()
                               if not line.startswith(("model:", "precision:", "USDT"))),
                   file=sys.stderr)
         r = json.loads(done.stdout.strip().splitlines()[-1])
         nominal = f"{r['mfu_nominal']:.1%}" if r["mfu_nominal"] else "-"
-        print(f"| {size} | {precision} | {compiled} | {max_tokens:,} | "
+        print(f"| {size} | {precision} | {variant} | {compiled} | {max_tokens:,} | "
               f"{r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} | {r['tflops']:.1f} | "
               f"{r['mfu']:.1%} of {r['peak_tflops']:.0f} | {nominal} | {r['warmup_s']:.1f} | "
               f"{r['memory_gib']:.1f} |", flush=True)
