@@ -2,6 +2,10 @@
 device-agnostic; only the choice to use it is the GPU's): against the model converted to bf16
 by PyTorch, and against the step under autocast."""
 
+import os
+import subprocess
+import sys
+
 import torch
 
 from aiayn import ModelConfig, Transformer
@@ -9,6 +13,7 @@ from aiayn.train.copies import Weights16
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.step import train_step
 
+from ..conftest import losses
 from .test_fused_step import VOCAB, batches
 
 
@@ -74,3 +79,51 @@ def test_a_step_on_copies_trains_as_a_step_under_autocast():
             losses[way].append(loss / tokens)
     assert losses["copies"][-1] < losses["copies"][0]
     torch.testing.assert_close(losses["copies"], losses["autocast"], rtol=3e-2, atol=0)
+
+
+COPIES_SCRIPT = """
+import sys
+import aiayn.train.setup as setup
+setup.uses_weight_copies = lambda device, cfg: True  # (the GPU's bf16 choice, on the CPU)
+from aiayn.train.recipe import TrainConfig
+from aiayn.train.trainer import train
+cfg = TrainConfig(preset="tiny", max_tokens=150, warmup=10, valid_every=100, max_steps=5,
+                  valid_bleu_sentences=0, log_every=1, grad_accum=int(sys.argv[3]), threads=1,
+                  precision="bf16")
+lines = []
+train(sys.argv[1], sys.argv[2], cfg, progress=False, log=lines.append)
+print("\\n".join(line for line in lines if line.startswith("model:")))
+"""
+
+
+def test_two_processes_on_weight_copies_equal_one_process_on_the_global_batch(toy_data,
+                                                                               tmp_path):
+    """Over several processes the copies' float32 gradients are averaged in one all-reduce of
+    their own (no DDP): two gloo processes train the weights one process trains on both
+    processes' batches as two micro-batches."""
+    from safetensors.torch import load_file
+
+    from aiayn import checkpoint as ckpt
+
+    from .test_trainer import free_port
+    script = tmp_path / "copies.py"
+    script.write_text(COPIES_SCRIPT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+                          "2", "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+                          str(script), str(toy_data), str(tmp_path / "two"), "1"],
+                         check=True, env=env, capture_output=True, text=True)
+    one = subprocess.run([sys.executable, str(script), str(toy_data), str(tmp_path / "one"),
+                          "2"], check=True, env=env, capture_output=True, text=True)
+    assert ("2 process(es) on cpu (gradients averaged over gloo), bf16 on weight copies"
+            in two.stdout)
+    assert "1 process(es) on cpu, bf16 on weight copies" in one.stdout
+    two_losses, one_losses = losses(tmp_path / "two"), losses(tmp_path / "one")
+    assert list(two_losses) == list(one_losses) == [1, 2, 3, 4, 5]  # (rank 0 logs its own)
+    assert one_losses[5] < one_losses[1]
+    a = load_file(str(tmp_path / "two/checkpoints/last" / ckpt.WEIGHTS))
+    b = load_file(str(tmp_path / "one/checkpoints/last" / ckpt.WEIGHTS))
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key].dtype == torch.float32
+        torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-5)

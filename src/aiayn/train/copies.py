@@ -8,10 +8,12 @@ forward and backward run on bf16 copies of the model's parameters and floating b
 micro-batch; each
 micro-batch's gradients are added onto the float32 parameters' in one pass, and the optimizer,
 the gradient clipping, the checkpoints and validation see the float32 model as before (the
-scheme of fairseq's and Megatron's mixed precision, float32 master weights). Used for bf16
-where the step is neither distributed (DDP reduces the masters' gradients through hooks) nor
-compiled (Inductor fuses autocast's casts into their neighbours); fp16 keeps autocast's
-float32 residual stream, whose range fp16 lacks.
+scheme of fairseq's and Megatron's mixed precision, float32 master weights). Over several
+processes the float32 gradients live in one flat buffer, averaged over the processes in one
+all-reduce after the step's last backward pass (DDP's hooks sit on the parameters that
+autograd reaches, which here are the copies). Used for bf16 where the step is not compiled
+(Inductor fuses autocast's casts into their neighbours); fp16 keeps autocast's float32
+residual stream, whose range fp16 lacks.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
 
 
@@ -45,7 +48,11 @@ class Weights16:
             for table in (cast(dict[str, Any], module._parameters),
                           cast(dict[str, Any], module._buffers))
             for name, tensor in table.items() if id(tensor) in copy_of]
-        self.grads: list[Tensor] | None = None  # the masters' float32 gradients, kept
+        # the masters' float32 gradients, views of one buffer (one all-reduce a step)
+        self.flat = torch.zeros(sum(p.numel() for p in self.masters),
+                                device=self.masters[0].device)
+        self.grads = [view.view_as(p) for view, p in
+                      zip(self.flat.split([p.numel() for p in self.masters]), self.masters)]
 
     def refresh(self) -> None:
         """Copy the float32 parameters onto their 16-bit copies, in one pass."""
@@ -66,8 +73,6 @@ class Weights16:
         """Add the copies' gradients of one backward pass onto the parameters' in float32 (a
         parameter without a gradient gets the copy's), in one pass each way, and clear the
         copies'. A parameter the pass did not reach keeps what it had."""
-        if self.grads is None:
-            self.grads = [torch.zeros_like(p) for p in self.masters]
         reached = [i for i, c in enumerate(self.copies) if c.grad is not None]
         added = [i for i in reached if self.masters[i].grad is not None]
         fresh = [i for i in reached if self.masters[i].grad is None]
@@ -82,6 +87,12 @@ class Weights16:
             self.masters[i].grad = self.grads[i]
         for i in reached:
             self.copies[i].grad = None
+
+    def average_over_processes(self, world: int) -> None:
+        """Average the float32 gradients over the ``world`` processes of the group, in one
+        all-reduce (every process reaches the same parameters: the same model and recipe)."""
+        dist.all_reduce(self.flat)
+        self.flat.div_(world)
 
     def zero_grad(self) -> None:
         """Clear the copies' gradients (a step abandoned halfway)."""

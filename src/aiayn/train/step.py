@@ -32,9 +32,10 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     instead of under autocast, and each micro-batch's gradients go onto the float32 weights.
 
     The loss is summed over target tokens and divided by the step's token count across all
-    ranks; DDP averages gradients over ranks, hence the factor ``world``. A step whose loss or
-    gradient is not finite leaves the weights and the optimizer as they were. Returns this
-    rank's summed smoothed loss, summed NLL, target tokens, and whether the step was finite.
+    ranks; DDP (or ``copies``) averages gradients over ranks, hence the factor ``world``. A
+    step whose loss or gradient is not finite leaves the weights and the optimizer as they
+    were. Returns this rank's summed smoothed loss, summed NLL, target tokens, and whether
+    the step was finite.
     """
     _, world = rank_and_world()
     inner = _unwrap_compiled(net)
@@ -66,6 +67,8 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
             scaler.scale(total * norm).backward()
         if copies is not None:
             copies.gradients_to_masters()
+            if world > 1 and i == len(micro) - 1:
+                copies.average_over_processes(world)
         sums += torch.stack([loss.detach(), nll.detach()]).double()
         tokens += batch.target_tokens
     scaler.unscale_(optimizer)  # (a no-op unless fp16 loss scaling is on)
