@@ -110,14 +110,15 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
     if n_src == 0 or n_tgt == 0:
         return []
-    merged = torch.zeros(n_tgt, n_src)
-    pieces = torch.zeros(n_tgt, 1)
-    for t, tw in enumerate(tgt_words):
-        if tw >= 0:
-            pieces[tw] += 1
-        for s, sw in enumerate(src_words):
-            if tw >= 0 and sw >= 0:
-                merged[tw, sw] += weights[t, s]
+    # the weights summed over each word's pieces, rows then columns; pieces of no word
+    # (tw or sw -1) add nothing
+    rows = torch.tensor([t for t, tw in enumerate(tgt_words) if tw >= 0], dtype=torch.long)
+    cols = torch.tensor([s for s, sw in enumerate(src_words) if sw >= 0], dtype=torch.long)
+    tw_of = torch.tensor(tgt_words, dtype=torch.long)[rows]
+    sw_of = torch.tensor(src_words, dtype=torch.long)[cols]
+    by_row = torch.zeros(n_tgt, weights.size(1)).index_add_(0, tw_of, weights[rows].float())
+    merged = torch.zeros(n_tgt, n_src).index_add_(1, sw_of, by_row[:, cols])  # (n_tgt, n_src)
+    pieces = torch.bincount(tw_of, minlength=n_tgt).float()[:, None]  # (n_tgt, 1)
     forward = {(int(merged[j].argmax()), j) for j in range(n_tgt)}
     backward = {(i, int(merged[:, i].argmax())) for i in range(n_src)}
     links = grow_diag_final_and(forward, backward)
