@@ -3,17 +3,16 @@
 Under autocast a GPU step casts every weight before its product, runs LayerNorm in float32
 (autocast's rule on CUDA) and casts its output back before the next product: ~440 copy and
 cast kernels of a `base` step's ~1,470, launched one by one from the host. Here the step's
-forward and backward run on bf16 copies of the model's parameters and floating buffers
-(swapped into the modules for the forward pass), made in one pass before the first
-micro-batch; each
-micro-batch's gradients are added onto the float32 parameters' in one pass, and the optimizer,
-the gradient clipping, the checkpoints and validation see the float32 model as before (the
-scheme of fairseq's and Megatron's mixed precision, float32 master weights). Over several
-processes the float32 gradients live in one flat buffer, averaged over the processes in one
-all-reduce after the step's last backward pass (DDP's hooks sit on the parameters that
-autograd reaches, which here are the copies). Used for bf16 where the step is not compiled
-(Inductor fuses autocast's casts into their neighbours); fp16 keeps autocast's float32
-residual stream, whose range fp16 lacks.
+forward and backward run on bf16 copies of the model's parameters and floating buffers,
+swapped into the modules for the forward pass and made in one pass before the first
+micro-batch; each micro-batch's gradients are added onto the float32 parameters' in one pass,
+and the optimizer, the gradient clipping, the checkpoints and validation see the float32
+model as before (the scheme of fairseq's and Megatron's mixed precision, float32 master
+weights). Over several processes the float32 gradients live in one flat buffer, averaged over
+the processes in one all-reduce after the step's last backward pass (DDP's hooks sit on the
+parameters that autograd reaches, which here are the copies). Used for bf16 where the step is
+not compiled (Inductor fuses autocast's casts into their neighbours); fp16 keeps autocast's
+float32 residual stream, whose range fp16 lacks.
 """
 
 from __future__ import annotations
