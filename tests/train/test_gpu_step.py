@@ -127,3 +127,31 @@ def test_two_processes_on_weight_copies_equal_one_process_on_the_global_batch(to
     for key in a:
         assert a[key].dtype == torch.float32
         torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-5)
+
+
+def test_resumed_training_on_weight_copies_equals_uninterrupted_training(toy_data, tmp_path,
+                                                                        monkeypatch):
+    """The copies hold nothing a checkpoint must keep: they are made from the float32
+    weights at each step, so a resumed run on them is bit-identical to one never stopped."""
+    from safetensors.torch import load_file
+
+    from aiayn import checkpoint as ckpt
+    from aiayn.train import setup
+    from aiayn.train.trainer import train
+
+    from ..conftest import FAST
+    monkeypatch.setattr(setup, "uses_weight_copies", lambda device, cfg: True)
+    settings = {**FAST, "precision": "bf16", "schedule": "paper", "grad_accum": 2}
+    logged: list[str] = []
+    train(toy_data, tmp_path / "whole", TrainConfig(**settings, max_steps=8), progress=False,
+          log=logged.append)
+    assert any(line.endswith("bf16 on weight copies") for line in logged)
+    quiet = dict(progress=False, log=lambda *_: None)
+    train(toy_data, tmp_path / "split", TrainConfig(**settings, max_steps=3), **quiet)
+    train(toy_data, tmp_path / "split", TrainConfig(**settings, max_steps=8), resume=True,
+          **quiet)
+    whole, split = losses(tmp_path / "whole"), losses(tmp_path / "split")
+    assert list(whole) == list(range(1, 9)) and whole == split  # bit-identical
+    a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
+    b = load_file(str(tmp_path / "split/checkpoints/last" / ckpt.WEIGHTS))
+    assert all(torch.equal(a[k], b[k]) for k in a)
