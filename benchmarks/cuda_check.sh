@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CUDA path, by hand on a GPU machine, on the embedded corpus (prepared into OUT/data unless
 # DATA names a prepared directory):
-#   1. training throughput and MFU (benchmarks/gpu_train.py): `base` and `big`, bf16 and fp16,
-#      eager and compiled, 25,000-token batches (the paper's step on one GPU);
+#   1. training throughput and MFU (benchmarks/gpu_train.py): `base` and `big`, bf16 (under
+#      autocast as it was, and on weight copies as trained) and fp16, eager and compiled,
+#      25,000-token batches (the paper's step on one GPU);
 #   2. DDP with NCCL through torchrun, one process per GPU, `base` bf16 as `aiayn train` runs it
 #      by default, its training log's tokens/s and MFU.
 # Usage: PY=python3 benchmarks/cuda_check.sh [OUT]; PARTS="1 2" picks parts.
@@ -23,8 +24,10 @@ if [ ! -d "$DATA" ]; then
         --out "$DATA"
 fi
 if [[ " $PARTS " == *" 1 "* ]]; then
-    $PY benchmarks/gpu_train.py --data "$DATA" --sizes base big --precisions bf16 fp16 \
-        --compile no --max-tokens 25000
+    $PY benchmarks/gpu_train.py --data "$DATA" --sizes base big --precisions bf16 \
+        --compile no --max-tokens 25000 --variants autocast now
+    $PY benchmarks/gpu_train.py --data "$DATA" --sizes base big --precisions fp16 \
+        --compile no --max-tokens 25000 | tail -n +3
     $PY benchmarks/gpu_train.py --data "$DATA" --sizes base big --precisions bf16 \
         --compile yes --max-tokens 25000 | tail -n +3
 fi
