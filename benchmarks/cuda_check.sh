@@ -4,8 +4,9 @@
 #   1. training throughput and MFU (benchmarks/gpu_train.py): `base` and `big`, bf16 (under
 #      autocast as it was, and on weight copies as trained) and fp16, eager and compiled,
 #      25,000-token batches (the paper's step on one GPU);
-#   2. DDP with NCCL through torchrun, one process per GPU, `base` bf16 as `aiayn train` runs it
-#      by default, its training log's tokens/s and MFU.
+#   2. a torchrun training over NCCL, one process per GPU, `base` bf16 as `aiayn train` runs it
+#      by default (its gradients averaged in one all-reduce a step), its training log's
+#      tokens/s and MFU.
 # Usage: PY=python3 benchmarks/cuda_check.sh [OUT]; PARTS="1 2" picks parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
