@@ -35,7 +35,10 @@ class _ShortAttention(torch.autograd.Function):
     """Eq. 1 as batched products: the scale rides on the scores' product, masked scores are
     set to -inf in place, the softmax runs in the inputs' dtype (PyTorch's GPU softmax
     accumulates in float32) and its probabilities are kept for backward, which needs no mask
-    (the masked probabilities are 0). Arguments as ``scaled_dot_product_attention``'s."""
+    (the masked probabilities are 0). Arguments as ``scaled_dot_product_attention``'s. The
+    CPU's ``aiayn.runtime.cpu._Attention16`` for a GPU: its softmax in 16 bits throughout
+    (the CPU's takes float32 where PyTorch's 16-bit CPU softmax is slow), its look-ahead mask
+    made on the inputs' device."""
 
     @staticmethod
     def forward(ctx, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
