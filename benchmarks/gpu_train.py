@@ -144,21 +144,15 @@ def worker(shape: dict) -> dict:
             for key in ("self_cpu_time_total", "self_device_time_total")[:len(kinds)]:
                 print(table.table(sort_by=key, row_limit=25, max_name_column_width=48),
                       file=sys.stderr)
-            if cuda:  # how much of a step the device computes at all (its kernels alone:
-                # an operator's row counts its kernels' time again)
-                busy = sum(e.self_device_time_total for e in table
-                           if e.device_type != torch.autograd.DeviceType.CPU) / 3 / 1000
-                print(f"device busy {busy:.1f} ms a step of {1000 * seconds / shape['steps']:.1f}",
-                      file=sys.stderr)
-            trace = Path(shape["trace"] or tempfile.mkdtemp()) / (
+            # the kernels of the trace (the table's operator rows count them again), in the
+            # run's temporary directory unless --trace keeps them
+            trace = Path(shape["trace"] or tmp) / (
                 f"{shape['size']}-{shape['precision']}-{shape['compile']}-"
                 f"{shape['max_tokens']}-{variant}.json")
             trace.parent.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(trace))
             if cuda:
                 print("\n".join(kernel_summary(trace, 3)), file=sys.stderr)
-            if not shape["trace"]:
-                trace.unlink()
         name = torch.cuda.get_device_name(device) if cuda else "cpu"
         peak = peak_flops(device, run.cfg.precision)
         nominal = next((v[run.cfg.precision] for k, v in NOMINAL.items() if k in name), None)

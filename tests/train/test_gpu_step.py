@@ -51,7 +51,7 @@ def test_gradients_of_micro_batches_add_up_in_float32():
     expected = {}
     for i, batch in enumerate((first, second)):
         copies(batch.src, batch.tgt_in).float().square().mean().backward()
-        for name, copy in zip(copies.names, copies.copies):
+        for (name, _), copy in zip(model.named_parameters(), copies.copies):
             expected[name] = expected.get(name, 0) + copy.grad.float()
         copies.gradients_to_masters()
     for name, param in model.named_parameters():

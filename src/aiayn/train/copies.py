@@ -30,9 +30,7 @@ class Weights16:
 
     def __init__(self, model: nn.Module, dtype: torch.dtype = torch.bfloat16) -> None:
         self.model = model
-        named = [(n, p) for n, p in model.named_parameters() if p.is_floating_point()]
-        self.names = [n for n, _ in named]
-        self.masters: list[Tensor] = [p for _, p in named]
+        self.masters: list[Tensor] = [p for p in model.parameters() if p.is_floating_point()]
         self.copies = [torch.empty_like(p, dtype=dtype).requires_grad_(p.requires_grad)
                        for p in self.masters]
         copy_of = {id(p): c for p, c in zip(self.masters, self.copies)}

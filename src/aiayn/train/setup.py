@@ -231,9 +231,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}"
-            + (f" (DDP over {dist.get_backend()})" if distributed and copies is None else "")
-            + (f" (gradients averaged over {dist.get_backend()})"
-               if distributed and copies is not None else "")
+            + ((f" (DDP over {dist.get_backend()})" if copies is None else
+                f" (gradients averaged over {dist.get_backend()})") if distributed else "")
             + (", bf16 on weight copies" if copies is not None else "")
             + (", compiled (torch.compile)" if compiled else ""))
         if guided:

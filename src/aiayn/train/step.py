@@ -67,10 +67,10 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
             scaler.scale(total * norm).backward()
         if copies is not None:
             copies.gradients_to_masters()
-            if world > 1 and i == len(micro) - 1:
-                copies.average_over_processes(world)
         sums += torch.stack([loss.detach(), nll.detach()]).double()
         tokens += batch.target_tokens
+    if copies is not None and world > 1:
+        copies.average_over_processes(world)
     scaler.unscale_(optimizer)  # (a no-op unless fp16 loss scaling is on)
     grads = [p.grad for group in optimizer.param_groups for p in group["params"]
              if p.grad is not None]
