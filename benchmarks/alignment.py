@@ -7,14 +7,17 @@ the markup and glossary benchmarks measure tag placement and term positions agai
 As a script it writes a corpus's training pairs' alignments in Pharaoh format, one line per
 pair, for `aiayn prepare --alignments` (guided alignment):
 
-    python benchmarks/alignment.py --corpus DIR --src en --tgt es -o train.en-es.aln [--tokenized]
+    python benchmarks/alignment.py --corpus DIR --src en --tgt es -o train.en-es.aln \
+        [--tokenized] [--runs 3] [--samplers 3]
 
 Words are split at whitespace, as ``aiayn.markup`` splits them. eflomal is run once over the
 training corpus followed by the pairs to align (it learns from all of them), in both directions,
 and the two are symmetrized with grow-diag-final-and (Koehn et al. 2005), as Moses does
 (``aiayn.inspect.grow_diag_final_and``). ``tokenized`` splits marks off the words first
 (``"(default:"`` -> ``( default :``), as aligners are usually run, and maps the pieces' links
-back onto the whitespace words.
+back onto the whitespace words. eflomal samples its alignments, so one run differs from the
+next; ``runs`` aligns several times and keeps the links most runs agree on (the mode of the
+sampler, not one draw of it).
 """
 
 from __future__ import annotations
@@ -94,6 +97,19 @@ def eflomal_links(sources: list[str], targets: list[str], train_src: list[str],
     return links
 
 
+def majority(runs: list[list[set[tuple[int, int]]]]) -> list[set[tuple[int, int]]]:
+    """Per pair, the links more than half of ``runs`` give."""
+    need = len(runs) // 2 + 1
+    out = []
+    for per_pair in zip(*runs):
+        counts: dict[tuple[int, int], int] = {}
+        for links in per_pair:
+            for link in links:
+                counts[link] = counts.get(link, 0) + 1
+        out.append({link for link, c in counts.items() if c >= need})
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description="eflomal's alignments of a corpus's training pairs")
     p.add_argument("--corpus", required=True, help="a directory with train.SRC.gz, train.TGT.gz")
@@ -102,7 +118,14 @@ def main() -> None:
     p.add_argument("-o", "--out", required=True, help="the Pharaoh file to write")
     p.add_argument("--tokenized", action="store_true",
                    help="align the words' pieces, marks split off; links written between words")
+    p.add_argument("--runs", type=int, default=1,
+                   help="align this many times and keep the links more than half of the runs "
+                        "give")
+    p.add_argument("--samplers", type=int, default=3,
+                   help="eflomal's independent samplers, their counts combined (its default 3)")
     args = p.parse_args()
+    if args.runs < 1 or args.samplers < 1:
+        p.error(f"--runs {args.runs} --samplers {args.samplers}: give 1 or more")
 
     def read(lang: str) -> list[str]:
         with gzip.open(os.path.join(args.corpus, f"train.{lang}.gz"), "rt",
@@ -110,7 +133,9 @@ def main() -> None:
             return [line.rstrip("\n") for line in f]
     start = time.perf_counter()
     src, tgt = read(args.src), read(args.tgt)
-    links = eflomal_links(src, tgt, [], [], tokenized=args.tokenized)
+    links = majority([eflomal_links(src, tgt, [], [], tokenized=args.tokenized,
+                                    n_samplers=args.samplers)
+                      for _ in range(args.runs)])
     with open(args.out, "w", encoding="utf-8") as f:
         for s, t, pairs in zip(src, tgt, links):
             # an empty side was aligned as "_": no links

@@ -13,7 +13,9 @@ which <code> then keeps untranslated. Each tag carries a data-t number
 so that it can be found in any output. A tag "agrees" when the target words it wraps are the
 hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing);
 ``--tokenized`` runs eflomal on the words' pieces, marks split off (``alignment.pieces``);
-``--eflomal-runs N`` trains it N times and gives each agreement's mean and range.
+``--eflomal-runs N`` trains it N times and gives each agreement's mean and range;
+``--samplers N`` gives eflomal N samplers instead of its default 3 (eflomal combines its
+samplers' counts: more samplers, steadier links, slower).
 ``--page`` adds real HTML pages: well-formedness and tags kept, and the same agreement on their
 sentences.
 """
@@ -197,7 +199,12 @@ def main() -> None:
     p.add_argument("--eflomal-runs", type=int, default=1,
                    help="train eflomal this many times (its sampler starts anew each run) and "
                         "give each agreement as the mean over the runs and their range")
+    p.add_argument("--samplers", type=int, default=3,
+                   help="eflomal's independent samplers, their counts combined (default 3, "
+                        "eflomal's own)")
     args = p.parse_args()
+    if args.samplers < 1:
+        p.error(f"--samplers {args.samplers}: give 1 or more")
 
     import aiayn
     print(header(), flush=True)
@@ -251,7 +258,8 @@ def main() -> None:
     parsed = {name: [placed(o) for o in outs] for name, outs in results.items()}
     names = list(parsed)
     runs = [eflomal_links(stripped * len(names), [t for n in names for t, _, _ in parsed[n]],
-                          train_src, train_tgt, tokenized=args.tokenized)
+                          train_src, train_tgt, tokenized=args.tokenized,
+                          n_samplers=args.samplers)
             for _ in range(args.eflomal_runs)]
     links = runs[0]
     print(f"\nplain translation of the stripped text: BLEU "
@@ -259,6 +267,7 @@ def main() -> None:
     no_code = [k for k, tags in enumerate(covered) if not set(tags) & code]
     how = "on the words' pieces, marks split off" if args.tokenized else "on whole words"
     runs_said = f", {args.eflomal_runs} runs" if args.eflomal_runs > 1 else ""
+    runs_said += f", {args.samplers} samplers" if args.samplers != 3 else ""
     print(f"tags agree: exactly = they wrap the hull of the words eflomal ({how}{runs_said}) "
           "links to theirs; overlapping = they share a word with it (both empty counts for both)")
     print("| mode | well-formed, tags kept | b and a: exactly | overlapping | code: exactly "

@@ -11,6 +11,8 @@ aligners, and for the tags as placed, the share of tags whose projected words (t
 target words linked to the tag's source words) are exactly the same; then how the placed tags
 that differ from the first eflomal run's projection differ. ``--tokenized`` adds three runs on
 the words' pieces, marks split off (``alignment.pieces``), their links mapped back onto words.
+``--samplers N`` adds two runs with N samplers instead of eflomal's 3 (on pieces with
+``--tokenized``): how much steadier its links are with more.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def main() -> None:
     p = corpus_parser(__doc__)
     p.add_argument("--tokenized", action="store_true",
                    help="three more runs on the words' pieces, marks split off")
+    p.add_argument("--samplers", type=int, default=0,
+                   help="two more runs with this many samplers (eflomal's default is 3)")
     args = p.parse_args()
 
     import aiayn
@@ -66,6 +70,13 @@ def main() -> None:
                                                tokenized=marks)
         runs[f"{name}, model 2"] = eflomal_links(stripped, targets, train_src, train_tgt,
                                                  tokenized=marks, model=2)
+    if args.samplers:
+        name = f"eflomal, {args.samplers} samplers" + (", marks split off" if args.tokenized
+                                                       else "")
+        for again in ["", ", again"]:
+            runs[name + again] = eflomal_links(stripped, targets, train_src, train_tgt,
+                                               tokenized=args.tokenized,
+                                               n_samplers=args.samplers)
     names = ["tags as placed", *runs]
     same = dict.fromkeys(itertools.combinations(names, 2), 0)
     total, kinds = 0, Counter()
