@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import os
 import re
 import tempfile
 import time
+from collections import Counter
 
 from aiayn.inspect import grow_diag_final_and
 
@@ -100,14 +102,8 @@ def eflomal_links(sources: list[str], targets: list[str], train_src: list[str],
 def majority(runs: list[list[set[tuple[int, int]]]]) -> list[set[tuple[int, int]]]:
     """Per pair, the links more than half of ``runs`` give."""
     need = len(runs) // 2 + 1
-    out = []
-    for per_pair in zip(*runs):
-        counts: dict[tuple[int, int], int] = {}
-        for links in per_pair:
-            for link in links:
-                counts[link] = counts.get(link, 0) + 1
-        out.append({link for link, c in counts.items() if c >= need})
-    return out
+    return [{link for link, n in Counter(itertools.chain(*per_pair)).items() if n >= need}
+            for per_pair in zip(*runs)]
 
 
 def main() -> None:
