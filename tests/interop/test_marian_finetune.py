@@ -77,3 +77,30 @@ def test_init_needs_the_checkpoint_s_vocabulary(imported, toy_data, tmp_path):
     model, _ = imported
     with pytest.raises(UserError, match="prepare it with `aiayn prepare --tokenizer"):
         train(toy_data, tmp_path / "run", _cfg(model, max_steps=2), **QUIET)
+
+
+def test_an_imported_model_gets_an_aligner_and_translates_as_before(imported, tmp_path):
+    """`train --aligner-only` on an imported Marian model (its decoder starts from the pad
+    id): the new aligner learns the data's links, the imported weights stay as they were."""
+    import aiayn
+    model, _ = imported
+    src, tgt = demo_lines("en", 300, "train"), demo_lines("es", 300, "train")
+    for side, lines in (("en", src), ("es", tgt)):
+        (tmp_path / f"train.{side}").write_text("\n".join(lines) + "\n")
+    (tmp_path / "train.aln").write_text("".join(
+        " ".join(f"{i}-{i}" for i in range(min(len(s.split()), len(t.split())))) + "\n"
+        for s, t in zip(src, tgt)))
+    prepare(TextPair(tmp_path / "train.en", tmp_path / "train.es"), tmp_path / "data",
+            max_len=120, tokenizer=Checkpoint.open(model).tokenizer, tokenizer_name=str(model),
+            alignments=tmp_path / "train.aln", log=lambda *_: None)
+    train(tmp_path / "data", tmp_path / "run",
+          _cfg(model, max_steps=8, aligner_only=True, precision="fp32"), **QUIET)
+    curve = list(losses(tmp_path / "run").values())
+    assert curve[-1] < curve[0]
+    before = load_file(str(Checkpoint.open(model).path / ckpt.WEIGHTS))
+    after = load_file(str(Checkpoint.open(tmp_path / "run").path / ckpt.WEIGHTS))
+    assert all(torch.equal(after[k], v) for k, v in before.items())
+    assert Checkpoint.open(tmp_path / "run").config.aligner
+    sentences = demo_lines("en", 4, "dev")
+    assert aiayn.load(tmp_path / "run").translate(sentences) == \
+        aiayn.load(model).translate(sentences)

@@ -3,6 +3,7 @@ as attention targets, one cross-attention head is trained on them, and the model
 alignments then come from that head."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -248,3 +249,62 @@ def test_ctranslate2_reads_the_alignment_head_of_an_export(head_run, tmp_path):
         assert theirs.shape == (len(tgt), len(src) - 1)
         torch.testing.assert_close(head[0, :len(tgt), :len(src) - 1], theirs, atol=1e-4,
                                    rtol=1e-3)
+
+
+def test_aligner_only_trains_the_aligner_and_nothing_else(aligned_data):
+    """`train --aligner-only` on a finished model without an aligner: every weight of the
+    model stays as it was and it translates the same, a new aligner is trained (its loss
+    falls, its weights are what `align` and the full forward pass give), and it needs --init
+    and the data's alignments."""
+    from safetensors.torch import load_file
+
+    import aiayn
+    from aiayn.checkpoint import Checkpoint
+    root, pairs = aligned_data
+    base = TrainConfig(preset="tiny", max_tokens=1500, max_steps=6, valid_every=6,
+                       valid_bleu_sentences=0, alignment_weight=0.0, precision="fp32")
+    train(root / "data", root / "finished", base, progress=False, log=lambda *_: None)
+    with pytest.raises(Exception, match="aligner_only.*--init"):
+        dataclasses.replace(base, aligner_only=True)
+    only = dataclasses.replace(base, alignment_weight=0.1, aligner_only=True, max_steps=30,
+                               valid_every=30, init=str(root / "finished"))
+    lines: list[str] = []
+    train(root / "data", root / "only", only, progress=False, log=lines.append)
+    assert any("aligner only: the model's own weights stay as they are" in x for x in lines)
+    before = load_file(str(Checkpoint.open(root / "finished").path / "model.safetensors"))
+    after = load_file(str(Checkpoint.open(root / "only").path / "model.safetensors"))
+    assert {k for k in after if not k.startswith("aligner.")} == set(before)
+    for name, value in before.items():
+        assert torch.equal(after[name], value), name
+    assert {k for k in after if k.startswith("aligner.")} == {
+        f"aligner.{k}_proj.{part}" for k in "qk" for part in ("weight", "bias")}
+    model = Checkpoint.open(root / "only").model(Transformer).eval()
+    src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
+    torch.testing.assert_close(model.align(src, tgt), model(src, tgt, return_alignment=True)[1])
+    losses = [json.loads(x)["loss"] for x in (root / "only" / "metrics.jsonl").read_text()
+              .splitlines() if '"loss"' in x]
+    assert losses[-1] < losses[0]
+    sources = [s for s, _ in pairs[:5]]
+    assert aiayn.load(root / "only").translate(sources) == \
+        aiayn.load(root / "finished").translate(sources)
+    with pytest.raises(UserError, match="--aligner-only needs word alignments in"):
+        train(root / "data", root / "refused", dataclasses.replace(only, alignment_weight=0.0),
+              progress=False, log=lambda *_: None)
+
+
+def test_aligner_only_resumes_exactly(aligned_data, tmp_path):
+    root, _ = aligned_data
+    base = TrainConfig(preset="tiny", max_tokens=1500, max_steps=4, valid_every=4,
+                       valid_bleu_sentences=0, alignment_weight=0.0, precision="fp32")
+    train(root / "data", tmp_path / "finished", base, progress=False, log=lambda *_: None)
+    only = dataclasses.replace(base, alignment_weight=0.1, aligner_only=True, schedule="paper",
+                               valid_every=3, init=str(tmp_path / "finished"))
+    quiet = dict(progress=False, log=lambda *_: None)
+    train(root / "data", tmp_path / "whole", dataclasses.replace(only, max_steps=9), **quiet)
+    train(root / "data", tmp_path / "split", dataclasses.replace(only, max_steps=4), **quiet)
+    train(root / "data", tmp_path / "split", dataclasses.replace(only, max_steps=9),
+          resume=True, **quiet)
+    from safetensors.torch import load_file
+    a = load_file(str(tmp_path / "whole/checkpoints/last/model.safetensors"))
+    b = load_file(str(tmp_path / "split/checkpoints/last/model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -146,9 +146,10 @@ class Checkpoint:
         self.load_weights(model)
         return model
 
-    def load_weights(self, model: nn.Module) -> None:
+    def load_weights(self, model: nn.Module, *, fresh: tuple[str, ...] = ()) -> None:
         """Load ``model.safetensors`` into ``model``; a corrupt or mismatched file is a
-        UserError."""
+        UserError. Parameters whose names start with one of ``fresh`` may be missing: parts
+        that the model adds to the checkpoint's (they keep their initial values)."""
         verify(self.path, [WEIGHTS])
         try:
             missing, unexpected = load_safetensors_model(model, str(self.path / WEIGHTS),
@@ -160,6 +161,7 @@ class Checkpoint:
             msg = str(err).splitlines()[0]
             raise UserError(f"{self.path / WEIGHTS}: corrupt or does not match the config "
                             f"({msg})") from None
+        missing = [name for name in missing if not (fresh and name.startswith(fresh))]
         if missing or unexpected:
             raise UserError(f"{self.path / WEIGHTS}: does not match {CONFIG} (missing "
                             f"{sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")

@@ -142,6 +142,16 @@ class Transformer(nn.Module):
             return logits, AttentionWeights(enc_w, self_w, cross_w, aligned)
         return logits
 
+    def align(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """The aligner's (B, T, S) weights for teacher-forced targets, without the logits: what
+        ``aiayn train --aligner-only`` trains, the rest of the model run without gradients."""
+        if self.aligner is None:
+            raise ValueError("align needs a model with an aligner")
+        with torch.no_grad():
+            memory, src_mask, _ = self.encode(src)
+            x, _, _ = self.decoder(self.tgt_embed(tgt_in), memory, src_mask)
+        return self.aligner(x, memory, src_mask)
+
     # ------------------------------------------------------------ incremental decoding
     def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, *,
                    beam: int = 1) -> DecoderCache:

@@ -14,12 +14,14 @@ from ..errors import UserError
 
 
 def training_flops(arch: str, cfg: ModelConfig, src: tuple[int, int],
-                   tgt: tuple[int, int]) -> float:
+                   tgt: tuple[int, int], *, aligner_only: bool = False) -> float:
     """The model FLOPs of one training step on a batch of (B, S) sources and (B, T) targets,
     counted from the model's shapes: each product of an (m, k) and a (k, n) matrix is 2mkn, a
     step is three forward passes' worth (the backward pass computes two products for each of
     the forward's), padded positions count (they are computed). Elementwise work (norms,
-    softmax, dropout) is left out, as model FLOPs utilization counts it."""
+    softmax, dropout) is left out, as model FLOPs utilization counts it. ``aligner_only``:
+    one forward pass without the output layer (``aiayn train --aligner-only``; the aligner's
+    own products are left out too)."""
     d, f = cfg.d_model, cfg.d_ff
     (b, s), (_, t) = src, tgt
     projections = 2 * (4 * d * d + 2 * d * f)  # per position per layer: Q, K, V, O and the FFN
@@ -31,6 +33,8 @@ def training_flops(arch: str, cfg: ModelConfig, src: tuple[int, int],
         forward += cfg.n_decoder_layers * b * (t * (projections + 2 * 2 * t * d) + cross)
     if arch == "decoder-only":
         forward += cfg.n_decoder_layers * b * t * (projections + 2 * 2 * t * d)
+    if aligner_only:
+        return forward
     if arch != "encoder":  # the output layer over the target vocabulary
         forward += 2 * b * t * d * cfg.target_vocab_size
     return 3 * forward

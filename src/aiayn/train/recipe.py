@@ -88,6 +88,10 @@ class TrainConfig:
                             "than the last decoder layer's first head: better links for "
                             "--alignments and inline tags, but CTranslate2 and Marian exports "
                             "cannot carry it")
+    aligner_only: bool = setting(False, "train the --init model's aligner alone (a new one "
+                                 "where it has none): the model's own weights stay as they are "
+                                 "(no dropout), so it translates as before and places inline "
+                                 "tags and --alignments by the aligner's links")
     clip_norm: float = setting(0.0, "clip gradients to this global norm; 0 = no clipping",
                                unit="NORM")
     max_steps: int = setting(0, "stop after this many optimizer steps; 0 = no limit",
@@ -135,8 +139,13 @@ class TrainConfig:
                      "valid_bleu_sentences"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 fail(name, "must be a non-negative integer")
-        if not isinstance(self.compile, bool):
-            fail("compile", "must be true or false")
+        for name in ("compile", "aligner", "aligner_only"):
+            if not isinstance(getattr(self, name), bool):
+                fail(name, "must be true or false")
+        if self.aligner_only and not self.init:
+            fail("aligner_only", "trains an aligner beside a finished model: name it with --init")
+        if self.aligner_only and self.arch != "encoder-decoder":
+            fail("aligner_only", "needs a translation model (--arch encoder-decoder)")
         if not 0.0 <= self.label_smoothing < 1.0:
             fail("label_smoothing", "must be in [0, 1)")
         if self.lr_scale <= 0:

@@ -151,9 +151,12 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                  else cfg.model_config(tokenizer.vocab_size))
     guided = (train_data.links is not None and cfg.alignment_weight > 0
               and cfg.arch == "encoder-decoder" and model_cfg.n_decoder_layers > 0)
-    if cfg.aligner and not guided:
-        raise UserError(f"--aligner needs word alignments in {data_dir}: prepare the data with "
+    if (cfg.aligner or cfg.aligner_only) and not guided:
+        flag = "--aligner-only" if cfg.aligner_only else "--aligner"
+        raise UserError(f"{flag} needs word alignments in {data_dir}: prepare the data with "
                         "`aiayn prepare --alignments FILE` and keep --alignment-weight above 0")
+    if cfg.aligner_only:  # (an alignment head of the model's own stays as it is, unread)
+        model_cfg = model_cfg.replace(aligner=True, alignment_layer=None)
     if guided and model_cfg.alignment_layer is None and not model_cfg.aligner:
         # the last layer's first head, as Marian's transformer trains it, or an aligner
         model_cfg = (model_cfg.replace(aligner=True) if cfg.aligner else
@@ -182,16 +185,15 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     if cfg.init and not resume:
         source = Checkpoint.open(cfg.init)
         # guided alignment gives a model whose checkpoint has no aligner a new one
-        new = getattr(model, "aligner", None) if not source.config.aligner else None
-        if new is not None:
-            del model.aligner
-        source.load_weights(model)
-        if new is not None:
-            model.aligner = new
+        source.load_weights(model, fresh=("aligner.",) if not source.config.aligner else ())
         log(f"starting from the weights of {cfg.init}")
+    if cfg.aligner_only:
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(name.startswith("aligner."))
     # fused: one pass over each parameter's tensors (CPU and CUDA kernels): 20 against 73 ms a
     # `base` step on the CPU (docs/design.md, "Training")
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=cfg.adam_betas,
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.0,
+                                 betas=cfg.adam_betas,
                                  eps=cfg.adam_eps, fused=device.type in ("cpu", "cuda"))
     if resume and _started_without_checkpoint(run_dir):
         log(f"{run_dir} was stopped before its first checkpoint: starting it from step 0")
@@ -217,6 +219,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                          log=log)
     metrics.truncate_after(state.step)
     distributed = dist.is_available() and dist.is_initialized()
+    if distributed and cfg.aligner_only:
+        raise UserError("--aligner-only trains in one process: run it without torchrun")
     compiled = cfg.compile
     copies = Weights16(model) if uses_weight_copies(device, cfg) else None
     if distributed and copies is not None:  # (the copies' own all-reduce; DDP's start:)
@@ -229,13 +233,17 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         if precision_note:
             log(precision_note)
         n_params = sum(p.numel() for p in model.parameters())
-        log(f"model: {cfg.preset} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
+        what = f"that of {cfg.init}," if cfg.init else cfg.preset  # (an init's preset is its own)
+        log(f"model: {what} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
             f"{len(train_data):,} training pairs, {world} process(es) on {device}"
             + ((f" (DDP over {dist.get_backend()})" if copies is None else
                 f" (gradients averaged over {dist.get_backend()})") if distributed else "")
             + (", bf16 on weight copies" if copies is not None else "")
             + (", compiled (torch.compile)" if compiled else ""))
-        if guided:
+        if cfg.aligner_only:
+            log("aligner only: the model's own weights stay as they are; the loss is the "
+                "aligner's cross-entropy against the data's word alignments")
+        elif guided:
             head = ("the aligner" if model_cfg.aligner else
                     f"head 1 of decoder layer {(model_cfg.alignment_layer or 0) + 1}")
             log(f"guided alignment: {head} learns the data's word alignments "
@@ -251,7 +259,8 @@ def uses_weight_copies(device: torch.device, cfg: TrainConfig) -> bool:
     unless compiled (Inductor fuses autocast's casts into their neighbours). On the CPU, where
     bf16 autocast already keeps LayerNorm in bf16, the copies measured 0.93x (`small`) and
     0.99x (`base`) the autocast step (docs/design.md)."""
-    return device.type == "cuda" and cfg.precision == "bf16" and not cfg.compile
+    return (device.type == "cuda" and cfg.precision == "bf16" and not cfg.compile
+            and not cfg.aligner_only)
 
 
 def _broadcast_from_first(model: nn.Module) -> None:

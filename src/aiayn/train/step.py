@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..data.corpus import Batch
 from ..errors import UserError
-from ..model import EncoderModel, LanguageModel
+from ..model import EncoderModel, LanguageModel, Transformer
 from ..runtime.hardware import choose_precision
 from .copies import Weights16
 from .recipe import TrainConfig, autocast_dtype, label_smoothed_nll
@@ -57,13 +57,20 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     for i, batch in enumerate(micro):
         sync = ddp.no_sync() if ddp is not None and i < len(micro) - 1 else nullcontext()
         with sync:
-            with autocast(device, cfg.precision) if copies is None else nullcontext():
-                logits, attention = forward_aligned(net, batch, copies)
-            loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
-                                           cfg.label_smoothing, batch.pad_id)
-            total = loss
-            if attention is not None and batch.alignment is not None:
-                total = loss + cfg.alignment_weight * alignment_loss(attention, batch.alignment)
+            if cfg.aligner_only:  # the aligner's loss alone, the model run without gradients
+                with autocast(device, cfg.precision):
+                    weights = cast(Transformer, _plain(net)).align(batch.src, batch.tgt_in)
+                assert batch.alignment is not None  # (setup requires the data's alignments)
+                loss = nll = total = alignment_loss(weights, batch.alignment)
+            else:
+                with autocast(device, cfg.precision) if copies is None else nullcontext():
+                    logits, attention = forward_aligned(net, batch, copies)
+                loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
+                                               cfg.label_smoothing, batch.pad_id)
+                total = loss
+                if attention is not None and batch.alignment is not None:
+                    total = loss + cfg.alignment_weight * alignment_loss(attention,
+                                                                         batch.alignment)
             scaler.scale(total * norm).backward()
         if copies is not None:
             copies.gradients_to_masters()
@@ -88,12 +95,17 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
     return loss_sum, nll_sum, tokens, finite
 
 
+def _plain(net: nn.Module) -> nn.Module:
+    """The model itself, out of ``torch.compile``'s and DDP's wrappers."""
+    module = _unwrap_compiled(net)
+    return module.module if isinstance(module, DistributedDataParallel) else module
+
+
 def forward(net: nn.Module, batch: Batch, call: Callable[..., Any] | None = None
             ) -> torch.Tensor:
     """Teacher-forced logits: the translation model reads the source, the LM the target alone.
     ``call`` runs the model in ``net``'s place (``Weights16``: on its 16-bit weight copies)."""
-    module = _unwrap_compiled(net)
-    module = module.module if isinstance(module, DistributedDataParallel) else module
+    module = _plain(net)
     run = net if call is None else call
     if isinstance(module, LanguageModel):
         return run(batch.tgt_in)

@@ -90,7 +90,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
         if run.is_main:
             log(f"step {state.step} is the run's last (--max-steps {cfg.max_steps}): no step "
                 "left to train")
-    run.net.train()
+    run.net.train(not cfg.aligner_only)  # (aligner only: the fixed model without dropout)
     steps = _micro_batches(run, start=not stop)
     with closing(steps):  # (its thread ends with the loop, an error's too)
         for epoch, position, micro in steps:
@@ -99,7 +99,8 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
             state.step, state.epoch, state.batch = state.step + 1, epoch, position
             if finite:
                 flops = sum(training_flops(cfg.arch, run.model_cfg, (b.src.size(0), b.src.size(1)),
-                                           (b.tgt_in.size(0), b.tgt_in.size(1))) for b in micro)
+                                           (b.tgt_in.size(0), b.tgt_in.size(1)),
+                                           aligner_only=cfg.aligner_only) for b in micro)
                 window.add(loss, nll, tokens, flops)
                 state.bad_steps = 0
             else:

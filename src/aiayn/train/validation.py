@@ -37,6 +37,7 @@ def validate(run: Run) -> dict:
 def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
                   device: torch.device) -> dict:
     """Validation label-smoothed loss, NLL and perplexity per target token."""
+    training = model.training
     model.eval()
     loss_sum = nll_sum = tokens = 0.0
     predicted: list[torch.Tensor] = []
@@ -52,7 +53,7 @@ def evaluate_loss(model: nn.Module, corpus: ParallelCorpus, cfg: TrainConfig,
             if corpus.labels is not None:
                 predicted.append(logits[:, 0].argmax(-1))
                 gold.append(batch.tgt_out[:, 0])
-    model.train()
+    model.train(training)
     mean_nll = nll_sum / tokens
     record = {"valid_loss": loss_sum / tokens, "valid_nll": mean_nll,
               "valid_ppl": math.exp(min(mean_nll, 50))}
@@ -78,10 +79,11 @@ def evaluate_bleu(run: Run, count: int) -> float:
     """Greedy-decoded sacreBLEU of the first ``count`` validation sentences, scored as
     `aiayn evaluate` scores."""
     count = min(count, len(run.valid_sources))
+    training = run.model.training
     run.model.eval()
     translator = Translator(cpu.for_inference(run.model), run.tokenizer,
                             placeholders=run.placeholders)
     outputs = translator.translate(run.valid_sources[:count],
                                    DecodeOptions(beam=1, batch_tokens=run.cfg.max_tokens))
-    run.model.train()
+    run.model.train(training)
     return score(cast("list[str]", outputs), run.references[:count])["bleu"]
