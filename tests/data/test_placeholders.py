@@ -113,3 +113,29 @@ def test_checkpoints_of_protected_data_translate_with_protection(tmp_path):
     result = evaluate(tmp_path / "run", sources, [t for _, t in pairs[:10]],
                       DecodeOptions(beam=2, max_len_b=10))
     assert result["placeholders_kept"] == 1.0 and result["placeholder_sentences"] == 10
+
+
+def test_fine_tuning_data_keeps_protection_with_the_checkpoint_s_vocabulary(tmp_path,
+                                                                             tiny_checkpoint):
+    """`prepare --tokenizer CKPT --placeholders`: new pairs for a model trained with
+    protection are encoded as its own data was; a vocabulary without the sentinels is
+    refused with one line, and nothing is written."""
+    from aiayn.data.corpus import ParallelCorpus
+    from aiayn.errors import UserError
+    src, tgt = write_pairs(tmp_path, "train", PAIRS)
+    prepare(TextPair(src, tgt), tmp_path / "data", vocab_size=120, protect_placeholders=True,
+            log=lambda *_: None)
+    vocab = Tokenizer.load(tmp_path / "data" / "spm.model")
+    stats = prepare(TextPair(src, tgt), tmp_path / "tuning", tokenizer=vocab,
+                    tokenizer_name="the run", protect_placeholders=True, log=lambda *_: None)
+    assert stats["placeholders"] is True
+    before = ParallelCorpus(tmp_path / "data", "train")
+    after = ParallelCorpus(tmp_path / "tuning", "train")
+    assert all((before.ids(side, i) == after.ids(side, i)).all() for side in ("src", "tgt")
+               for i in range(len(PAIRS)))
+    plain = Checkpoint.open(tiny_checkpoint).tokenizer
+    with pytest.raises(UserError, match="--placeholders: the vocabulary of the toy model has "
+                                        "no placeholder sentinels"):
+        prepare(TextPair(src, tgt), tmp_path / "refused", tokenizer=plain,
+                tokenizer_name="the toy model", protect_placeholders=True, log=lambda *_: None)
+    assert not (tmp_path / "refused").exists()

@@ -59,7 +59,8 @@ def add_prepare(sub) -> None:
     p.add_argument("--placeholders", action="store_true",
                    help="protect placeholders (%%s, %%1$d, {0}, ${name}, <b>, &amp;...) as "
                         "single pieces; models trained on the data put the source's back in "
-                        "their translations")
+                        "their translations. With --tokenizer, the checkpoint's data must "
+                        "have been prepared with it too")
     p.add_argument("--alignments", metavar="FILE",
                    help="word alignments of the training pairs, one Pharaoh line (0-0 1-2 ...) "
                         "per line, as fast_align or eflomal write them: `aiayn train` then "

@@ -210,6 +210,13 @@ def read_links(path: Path, number: int, line: str) -> list[tuple[int, int]]:
     return links
 
 
+def _has_sentinels(tokenizer: AnyTokenizer) -> bool:
+    """Whether every placeholder sentinel is one piece of ``tokenizer``'s vocabulary."""
+    return all(len(tokenizer.pieces(ids, side="source")) <= 2
+               and SENTINELS[k] in tokenizer.pieces(ids, side="source")
+               for k, ids in enumerate(tokenizer.encode_batch(SENTINELS)))
+
+
 def check_alignments(path: Path, train: TextPair, pairs: int) -> None:
     """Every line of an alignments file read and its links checked against its pair's words,
     before anything is written."""
@@ -370,9 +377,13 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
         raise UserError(f"--max-len ({max_len}) must be at least 3")
     if task not in ("translate", "classify"):
         raise UserError(f"--task ({task!r}) must be translate or classify")
-    if protect_placeholders and (tokenizer is not None or task == "classify"):
-        raise UserError("--placeholders trains a vocabulary with the placeholder sentinels: it "
-                        "goes without --tokenizer and --task classify")
+    if protect_placeholders and task == "classify":
+        raise UserError("--placeholders protects placeholders in translation pairs: it goes "
+                        "without --task classify")
+    if protect_placeholders and tokenizer is not None and not _has_sentinels(tokenizer):
+        raise UserError(f"--placeholders: the vocabulary of {tokenizer_name or '--tokenizer'} "
+                        "has no placeholder sentinels (its data was prepared without "
+                        "--placeholders); drop --placeholders or --tokenizer")
     if alignments is not None and task == "classify":
         raise UserError("--alignments links the words of translation pairs: it goes without "
                         "--task classify")
