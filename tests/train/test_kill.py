@@ -22,8 +22,8 @@ from aiayn.cli import main
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from tests.conftest import FAST, toy_pairs, write_pairs
+from tests.train import killer
 
-KILLER = Path(__file__).with_name("killer.py")
 STEPS, EVERY, LOG_EVERY, KEEP = 32, 4, 3, 2  # (windows span checkpoints: 3 does not divide 4)
 # float32 named: "auto" could choose otherwise between two runs on a machine near the margin
 FLAGS = ["--preset", "tiny", "--precision", "fp32", "--model", "dropout=0.1", "--max-tokens", "150",
@@ -34,25 +34,25 @@ AT_CHECKPOINT = ("validation", "weights", "state", "rename", "link", "prune")
 KINDS = ("step", "metrics", *AT_CHECKPOINT, "outside")
 
 
-def run_killed(kind: str, n: int, argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(KILLER), kind, str(n), *argv],
-                          capture_output=True, text=True, timeout=300)
+def run_killed(kind: str, n: int, argv: list[str]) -> int:
+    """``aiayn argv`` killed at the ``n``-th instant of ``kind``: its exit code."""
+    return killer.killed(kind, n, argv)
 
 
 def killed_from_outside(argv: list[str], run: Path, seed: int) -> int:
     """SIGKILL from another process, a seeded moment after training has logged a new line."""
     metrics = run / "metrics.jsonl"
     lines = len(metrics.read_text().splitlines()) if metrics.exists() else 0
-    proc = subprocess.Popen([sys.executable, "-m", "aiayn", *argv],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = killer.start(None, 0, argv)
     deadline = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < deadline:
+    while proc.is_alive() and time.monotonic() < deadline:
         if metrics.exists() and len(metrics.read_text().splitlines()) > lines:
             break
         time.sleep(0.01)
     time.sleep(random.Random(seed).uniform(0.0, 0.3))
     proc.kill()
-    return proc.wait()
+    proc.join()
+    return proc.exitcode
 
 
 def resume_step(run: Path) -> int:
@@ -119,7 +119,7 @@ def test_training_killed_at_seeded_instants_ends_as_an_uninterrupted_run(toy_dat
         if kind == "outside":
             code = killed_from_outside(argv + resume, run, seed=step)
         else:
-            code = run_killed(kind, n, argv + resume).returncode
+            code = run_killed(kind, n, argv + resume)
         if code == -signal.SIGKILL:
             kills.append(kind)
         else:
@@ -163,8 +163,8 @@ def averaged_run(toy_data, tmp_path):
 def test_average_killed_before_it_finishes_leaves_the_old_average(averaged_run):
     run, avg = averaged_run
     before = (avg / ckpt.WEIGHTS).read_bytes()
-    done = run_killed("average", 1, ["average", str(run), "--last", "1", "--out", str(avg)])
-    assert done.returncode == -signal.SIGKILL
+    code = run_killed("average", 1, ["average", str(run), "--last", "1", "--out", str(avg)])
+    assert code == -signal.SIGKILL
     assert (avg / ckpt.WEIGHTS).read_bytes() == before
     assert main(["check", str(avg)]) == 0
     assert_every_checkpoint_loads(run)
@@ -174,12 +174,10 @@ def test_prepare_killed_before_it_finishes_leaves_no_data_and_keeps_the_old(tmp_
     src, tgt = write_pairs(tmp_path, "train", toy_pairs(200))
     argv = ["prepare", "--train-src", str(src), "--train-tgt", str(tgt), "--vocab-size", "60",
             "--out", str(tmp_path / "data")]
-    done = run_killed("encode", 1, argv)
-    assert done.returncode == -signal.SIGKILL
+    assert run_killed("encode", 1, argv) == -signal.SIGKILL
     assert not (tmp_path / "data").exists()
     assert main(argv) == 0
     stats = (tmp_path / "data" / "stats.json").read_text()
-    done = run_killed("encode", 1, [*argv, "--overwrite", "--vocab-size", "70"])
-    assert done.returncode == -signal.SIGKILL
+    assert run_killed("encode", 1, [*argv, "--overwrite", "--vocab-size", "70"]) == -signal.SIGKILL
     assert (tmp_path / "data" / "stats.json").read_text() == stats
     assert main(["check", str(tmp_path / "data")]) == 0

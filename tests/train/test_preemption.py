@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
@@ -15,8 +16,9 @@ from aiayn import checkpoint as ckpt
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from tests.conftest import FAST, losses
+from tests.train import killer
 
-STEPS = 300
+STEPS = 120  # (the signal comes after 30: ample room before the end)
 # float32 named: "auto" could choose otherwise between two runs on a machine near the margin
 FLAGS = ["--preset", "tiny", "--precision", "fp32", "--model", "dropout=0.1", "--max-tokens", "150",
          "--warmup", "10",
@@ -30,25 +32,26 @@ def test_sigterm_checkpoints_and_resume_is_exact(toy_data, tmp_path):
     train(toy_data, tmp_path / "whole", cfg, progress=False, log=lambda *_: None)
 
     run = tmp_path / "stopped"
-    command = [sys.executable, "-m", "aiayn", "train", "--data", str(toy_data), "--out",
-               str(run), *FLAGS]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    argv = ["train", "--data", str(toy_data), "--out", str(run), *FLAGS]
+    output = str(tmp_path / "stopped-output")  # (a process forked with torch imported)
+    proc = killer.start(None, 0, argv, output)
     metrics = run / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # signal once training is well under way
         if metrics.exists() and len(metrics.read_text().splitlines()) >= 30:
             break
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 75, err.decode()
-    stopped_at = json.loads(out)["step"]
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.join(120)
+    err = Path(output + ".err").read_text()
+    assert proc.exitcode == 75, err
+    stopped_at = json.loads(Path(output + ".out").read_text())["step"]
     assert 30 <= stopped_at < STEPS
-    assert f"stopped by SIGTERM after step {stopped_at}" in err.decode()
+    assert f"stopped by SIGTERM after step {stopped_at}" in err
     assert (run / "checkpoints" / ckpt.step_name(stopped_at) / ckpt.WEIGHTS).is_file()
 
-    resumed = subprocess.run(command + ["--resume"], capture_output=True, timeout=300)
+    resumed = subprocess.run([sys.executable, "-m", "aiayn", *argv, "--resume"],
+                             capture_output=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert losses(tmp_path / "whole") == losses(run)
     a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
