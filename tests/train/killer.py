@@ -1,10 +1,9 @@
 """Run an aiayn command and SIGKILL it at the N-th occurrence of an instant of one KIND:
 
-    python tests/train/killer.py KIND N aiayn-arguments...
+    killed(KIND, N, argv)  # its exit code, -9 once killed
 
-or, from a test, ``killed(KIND, N, argv)``: the same in a process forked from a server that
-has imported torch and aiayn once (``multiprocessing``'s forkserver), which spares each run
-the seconds those imports take; each run is still a process of its own, killed for real.
+Each run is a process of its own, forked from a server that has imported torch and aiayn once
+(``multiprocessing``'s forkserver), which spares each run the seconds those imports take.
 
 KIND (what the process is doing when it dies):
   step        inside an optimizer step, before it updates anything
@@ -35,9 +34,6 @@ from aiayn.cli import main
 from aiayn.train import metrics, step, trainer, validation
 
 prepare = importlib.import_module("aiayn.data.prepare")  # the module, not its function
-KINDS = ("step", "validation", "weights", "state", "rename", "link", "prune", "metrics",
-         "average", "encode")
-
 
 def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
@@ -106,25 +102,26 @@ def arm(kind: str, target: int) -> None:
         raise SystemExit(f"unknown kind {kind!r}")
 
 
-def _child(kind: str | None, target: int, argv: list[str], output: str | None) -> None:
-    """A forked run: its output to ``output``.out and .err (None: dropped), ``kind``'s
-    instant armed (None: none), then aiayn."""
+def _child(argv: list[str], kill_at: tuple[str, int] | None, output: str | None) -> None:
+    """A forked run: its output to ``output``.out and .err (None: dropped), the instant
+    ``kill_at`` armed (None: none), then aiayn."""
     for fd, suffix in ((1, ".out"), (2, ".err")):
         path = os.devnull if output is None else output + suffix
         handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(handle, fd)
-    if kind is not None:
-        arm(kind, target)
+    if kill_at is not None:
+        arm(*kill_at)
     sys.exit(main(argv))
 
 
-def start(kind: str | None, target: int, argv: list[str],
+def start(argv: list[str], kill_at: tuple[str, int] | None = None,
           output: str | None = None) -> multiprocessing.Process:
-    """A forked run of ``aiayn argv``, started: killed at ``kind``'s ``target``-th instant
-    (None: let it run); its output written to ``output``.out and .err (None: dropped)."""
+    """A forked run of ``aiayn argv``, started: killed at the N-th instant of a KIND where
+    ``kill_at`` is (KIND, N) (None: let it run); its output written to ``output``.out and
+    .err (None: dropped)."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])  # (this module: torch and aiayn imported)
-    proc = context.Process(target=_child, args=(kind, target, argv, output))
+    proc = context.Process(target=_child, args=(argv, kill_at, output))
     proc.start()
     return proc
 
@@ -132,7 +129,7 @@ def start(kind: str | None, target: int, argv: list[str],
 def killed(kind: str, target: int, argv: list[str], timeout: float = 300) -> int:
     """``aiayn argv`` run in a forked process, killed at ``kind``'s ``target``-th instant:
     its exit code (-9 when the kill came)."""
-    proc = start(kind, target, argv)
+    proc = start(argv, (kind, target))
     proc.join(timeout)
     if proc.exitcode is None:
         proc.kill()
@@ -140,7 +137,3 @@ def killed(kind: str, target: int, argv: list[str], timeout: float = 300) -> int
         raise TimeoutError(f"aiayn {' '.join(argv)} ran past {timeout} s")
     return proc.exitcode
 
-
-if __name__ == "__main__":
-    arm(sys.argv[1], int(sys.argv[2]))
-    sys.exit(main(sys.argv[3:]))

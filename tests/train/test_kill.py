@@ -43,7 +43,7 @@ def killed_from_outside(argv: list[str], run: Path, seed: int) -> int:
     """SIGKILL from another process, a seeded moment after training has logged a new line."""
     metrics = run / "metrics.jsonl"
     lines = len(metrics.read_text().splitlines()) if metrics.exists() else 0
-    proc = killer.start(None, 0, argv)
+    proc = killer.start(argv)
     deadline = time.monotonic() + 120
     while proc.is_alive() and time.monotonic() < deadline:
         if metrics.exists() and len(metrics.read_text().splitlines()) > lines:

@@ -34,7 +34,7 @@ def test_sigterm_checkpoints_and_resume_is_exact(toy_data, tmp_path):
     run = tmp_path / "stopped"
     argv = ["train", "--data", str(toy_data), "--out", str(run), *FLAGS]
     output = str(tmp_path / "stopped-output")  # (a process forked with torch imported)
-    proc = killer.start(None, 0, argv, output)
+    proc = killer.start(argv, output=output)
     metrics = run / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # signal once training is well under way

@@ -212,9 +212,9 @@ def read_links(path: Path, number: int, line: str) -> list[tuple[int, int]]:
 
 def _has_sentinels(tokenizer: AnyTokenizer) -> bool:
     """Whether every placeholder sentinel is one piece of ``tokenizer``'s vocabulary."""
-    return all(len(tokenizer.pieces(ids, side="source")) <= 2
-               and SENTINELS[k] in tokenizer.pieces(ids, side="source")
-               for k, ids in enumerate(tokenizer.encode_batch(SENTINELS)))
+    encoded = [tokenizer.pieces(ids, side="source") for ids in tokenizer.encode_batch(SENTINELS)]
+    return all(pieces[-1:] == [sentinel] and len(pieces) <= 2  # (after a word boundary "▁")
+               for sentinel, pieces in zip(SENTINELS, encoded))
 
 
 def check_alignments(path: Path, train: TextPair, pairs: int) -> None:
