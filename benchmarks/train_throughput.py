@@ -1,6 +1,8 @@
 """Training throughput (target tokens/s): aiayn's trainer step against two peers, each alone.
 
 - aiayn: ``aiayn.train.step.train_step`` (the step the trainer runs) on our Transformer.
+- aiayn-compiled: the same step with the model through ``torch.compile(dynamic=True)``, as
+  ``aiayn train --compile`` runs it (its compilations fall in the untimed steps).
 - torch: a plain PyTorch loop: nn.Embedding x sqrt(d) + sinusoidal positions, nn.Transformer
   (its default dropout placement), tied output projection, F.cross_entropy with label smoothing.
 - marian: Hugging Face ``MarianMTModel`` of the same size (ReLU, scaled and tied embeddings,
@@ -40,7 +42,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-SYSTEMS = ("aiayn", "torch", "marian")
+SYSTEMS = ("aiayn", "aiayn-compiled", "torch", "marian")
 # the OpenMP spin that ``aiayn train`` runs with (aiayn.runtime.threads.SHARED_SPIN_COUNT),
 # for every
 # worker, set before PyTorch loads, unless the user chose a policy
@@ -68,7 +70,7 @@ def use_aiayn_allocator(shape: dict) -> None:
             mallopt(option, value)
 
 
-def aiayn_worker(shape: dict, precision: str):
+def aiayn_worker(shape: dict, precision: str, compiled: bool = False):
     import torch
 
     from aiayn import ModelConfig, Transformer
@@ -80,13 +82,14 @@ def aiayn_worker(shape: dict, precision: str):
     reuse_freed_memory(mmap_threshold=TRAIN_MMAP_THRESHOLD)  # as `aiayn train` does on the CPU
     cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])
     model = cpu_layers(Transformer(cfg).train())  # as `aiayn train` builds it on the CPU
-    train_cfg = TrainConfig(preset=shape["size"], precision=precision)
+    train_cfg = TrainConfig(preset=shape["size"], precision=precision, compile=compiled)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     cpu = torch.device("cpu")
+    net = torch.compile(model, dynamic=True) if compiled else model  # as `train/setup.py`
 
     def step(batch):
-        train_step(model, opt, scaler, [Batch(*batch, pad_id=0)], lr=1e-4, cfg=train_cfg,
+        train_step(net, opt, scaler, [Batch(*batch, pad_id=0)], lr=1e-4, cfg=train_cfg,
                    device=cpu)
     return step
 
@@ -211,8 +214,8 @@ def worker(args: argparse.Namespace) -> None:
     shape = json.loads(args.shape)
     batches = load_batches(args.batches)
     torch.manual_seed(0)
-    step = (aiayn_worker(shape, args.precision) if args.worker == "aiayn"
-            else peer_worker(args.worker, shape, args.precision))
+    step = (aiayn_worker(shape, args.precision, compiled=args.worker == "aiayn-compiled")
+            if args.worker.startswith("aiayn") else peer_worker(args.worker, shape, args.precision))
     if args.shapes == "seen":  # the timed batches once untimed first: their shapes known
         batches = batches[:args.warmup] + batches[args.warmup:] * 2
         args.warmup = len(batches) - (len(batches) - args.warmup) // 2
@@ -334,7 +337,7 @@ def main() -> None:
                                   "--precision", precision, "--batches",
                                   str(tmp / "batches.safetensors"), "--warmup",
                                   str(args.warmup), "--shapes", args.shapes])
-                if out["aiayn_loaded"] != (system == "aiayn"):
+                if out["aiayn_loaded"] != system.startswith("aiayn"):
                     sys.exit(f"worker {system} loaded aiayn: {out['aiayn_loaded']}")
                 rate = tokens / sum(out["seconds"])
                 rates[(size, precision), system].append(rate)
@@ -354,7 +357,7 @@ def main() -> None:
     for size, precision in rows:
         flops = sum(matmul_flops(shapes[size], b.src.shape, b.tgt_in.shape) for b in timed)
         med = {s: statistics.median(rates[(size, precision), s]) for s in args.systems}
-        peers = [s for s in args.systems if s != "aiayn"]
+        peers = [s for s in args.systems if not s.startswith("aiayn")]
         ratio = "-"
         if peers and "aiayn" in med:
             per_round = [rates[(size, precision), "aiayn"][r]

@@ -152,6 +152,7 @@ def test_the_compiled_training_pass_equals_the_eager_one_over_20_steps(toy_data,
                                                            compile=True),
               progress=False, log=logged.append)
     assert any(line.endswith("compiled (torch.compile)") for line in logged)
+    assert sum(line.startswith("--compile on the CPU:") for line in logged) == 1
     eager, compiled = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
     assert list(eager) == list(compiled) == list(range(1, 21))
     assert all(abs(eager[k] - compiled[k]) < 1e-5 for k in eager)

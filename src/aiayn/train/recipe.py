@@ -108,7 +108,8 @@ class TrainConfig:
     compile: bool = setting(False, "the model's training pass through torch.compile "
                             "(Inductor, dynamic shapes: compiled once, in the first steps, "
                             "2-3 minutes on a GPU); on an H100 1.07x (base) to 1.21x "
-                            "(big) the eager step's speed (docs/benchmarks.md)")
+                            "(big) the eager step's speed; on the CPU no faster "
+                            "(docs/benchmarks.md)")
     valid_every: int = setting(500, "validate (loss, perplexity, BLEU) and checkpoint every "
                                "this many steps", unit="STEPS")
     valid_bleu_sentences: int = setting(200, "validation sentences decoded (greedy) for BLEU; "

@@ -240,6 +240,10 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                 f" (gradients averaged over {dist.get_backend()})") if distributed else "")
             + (", bf16 on weight copies" if copies is not None else "")
             + (", compiled (torch.compile)" if compiled else ""))
+        if compiled and device.type == "cpu":
+            log("--compile on the CPU: compiled steps measured no faster than eager ones in "
+                "float32 and slower in bf16 (docs/benchmarks.md, \"Training\"); it is meant "
+                "for GPUs")
         if cfg.aligner_only:
             log("aligner only: the model's own weights stay as they are; the loss is the "
                 "aligner's cross-entropy against the data's word alignments")
