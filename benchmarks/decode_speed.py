@@ -24,6 +24,11 @@ includes the compilations (the disk cache makes them a load after the first proc
 ``--together`` measures the old way, every system built in one process and run one after the
 other: it shows what that does to the figures (docs/benchmarks.md), nothing else.
 
+``--device cuda`` decodes on the GPU: aiayn (its model on the GPU, as ``aiayn translate
+--device cuda`` runs it) and Hugging Face, in ``--dtype`` (float32, or the model converted to
+bf16 or fp16), the device synchronized before each time is read; CTranslate2 on the GPU in
+its float32, float16 or int8_float16 where its wheel finds the CUDA libraries it was built for.
+
     .venv/bin/python benchmarks/decode_speed.py [--sizes small base] [--rounds 3]
         [--repeats 3] [--systems ...] [--batches 32 1] [--together]
 """
@@ -42,7 +47,7 @@ from pathlib import Path
 VOCAB, SRC_LEN = 8000, 25
 PAD, BOS, EOS = 0, 2, 3
 SYSTEMS = ("aiayn", "aiayn --compile", "aiayn --int8", "Hugging Face", "CTranslate2 float32",
-           "CTranslate2 int8")
+           "CTranslate2 int8", "CTranslate2 float16", "CTranslate2 int8_float16")
 FLOAT32 = ("aiayn", "aiayn --compile")  # aiayn's float32 systems
 ROWS = ((32, 1, "greedy"), (32, 4, "beam 4"), (1, 1, "greedy"))
 HERE = Path(__file__).resolve().parent
@@ -56,12 +61,20 @@ def source_ids(rows: int = 32) -> list[list[int]]:
 
 
 def build_model(size: str):
-    """The seeded random model every system starts from."""
+    """The seeded random model every system starts from (on the CPU, in float32)."""
     import torch
 
     from aiayn import ModelConfig, Transformer
     torch.manual_seed(0)
     return Transformer(ModelConfig.preset(size, vocab_size=VOCAB)).eval()
+
+
+def synchronizer(device: str):
+    """What makes the host wait for ``device``'s queued work (nothing on the CPU)."""
+    if device == "cpu":
+        return lambda: None
+    import torch
+    return lambda: torch.cuda.synchronize(device)
 
 
 class _IdPieces:
@@ -89,13 +102,15 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def build(system: str, size: str, work: Path | None, out_len: int, threads: int = 0):
-    """``fn(batch, beam, rows)`` decoding source rows ``rows`` (a slice) with one system;
-    ``threads``: CTranslate2's intra_threads (0: one per core)."""
+def build(system: str, size: str, work: Path | None, out_len: int, threads: int = 0,
+          device: str = "cpu", dtype: str = "float32"):
+    """``fn(batch, beam, rows)`` decoding source rows ``rows`` (a slice) with one system, on
+    ``device`` (aiayn and Hugging Face in ``dtype``); ``threads``: CTranslate2's
+    intra_threads (0: one per core)."""
     ids = source_ids()
     if system.startswith("CTranslate2"):
         import ctranslate2
-        translator = ctranslate2.Translator(str(work / f"ct2-{size}"), device="cpu",
+        translator = ctranslate2.Translator(str(work / f"ct2-{size}"), device=device,
                                             compute_type=system.split()[-1],
                                             intra_threads=threads or cores(), inter_threads=1)
         pieces = [[f"t{i}" for i in row] for row in ids]
@@ -106,8 +121,10 @@ def build(system: str, size: str, work: Path | None, out_len: int, threads: int 
                                        max_decoding_length=out_len, max_batch_size=batch)
         return fn
     import torch
-    src = torch.tensor([row + [EOS] for row in ids])
+    src = torch.tensor([row + [EOS] for row in ids], device=device)
     model = build_model(size)
+    wait = synchronizer(device)
+    cast = getattr(torch, dtype)
     if system == "Hugging Face":
         from transformers import MarianConfig, MarianMTModel
         cfg = model.cfg
@@ -117,17 +134,24 @@ def build(system: str, size: str, work: Path | None, out_len: int, threads: int 
             decoder_attention_heads=cfg.n_heads, encoder_ffn_dim=cfg.d_ff,
             decoder_ffn_dim=cfg.d_ff, activation_function="relu",
             max_position_embeddings=cfg.max_len, scale_embedding=True, pad_token_id=PAD,
-            eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None)).eval()
+            eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None)
+        ).eval().to(device, cast)
 
         def fn(batch, beam, rows):
             with torch.inference_mode():
                 hf.generate(src[rows], attention_mask=torch.ones_like(src[rows]),
                             num_beams=beam, do_sample=False, min_new_tokens=out_len,
                             max_new_tokens=out_len, length_penalty=0.6)
+            wait()
         return fn
     from aiayn.decode.search import beam_search, greedy_search
     from aiayn.runtime.cpu import for_inference, reuse_freed_memory
-    reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
+    from aiayn.runtime.hardware import shape_free_attention
+    if device == "cpu":
+        reuse_freed_memory()  # as aiayn.load / `aiayn translate` do
+    else:
+        shape_free_attention()  # (as aiayn.load does on a GPU)
+        model = model.to(device, cast)
     model = for_inference(model, int8=system.endswith("int8"))
     if system in ("aiayn --compile", "aiayn --int8"):  # int8: compiled, as aiayn.load does
         from aiayn.runtime.compiled import CompiledSteps
@@ -140,6 +164,7 @@ def build(system: str, size: str, work: Path | None, out_len: int, threads: int 
         else:
             beam_search(model, src[rows], beam=beam, lenpen=0.6, min_len=out_len - 1,
                         max_len_a=0, max_len_b=out_len)
+        wait()
     return fn
 
 
@@ -163,11 +188,13 @@ def worker(args) -> None:
     """One system's rate, and for CTranslate2 the intra_threads it was best at."""
     work = Path(args.work) if args.work else None
     if not args.worker.startswith("CTranslate2"):
-        print(measure(build(args.worker, args.sizes[0], work, args.out_len), args.batch,
+        print(measure(build(args.worker, args.sizes[0], work, args.out_len,
+                            device=args.device, dtype=args.dtype), args.batch,
                       args.beam, args), 0)
         return
-    rates = {t: measure(build(args.worker, args.sizes[0], work, args.out_len, t), args.batch,
-                        args.beam, args) for t in args.ct2_threads}
+    rates = {t: measure(build(args.worker, args.sizes[0], work, args.out_len, t,
+                              device=args.device), args.batch, args.beam, args)
+             for t in args.ct2_threads}
     assert "torch" not in sys.modules and "aiayn" not in sys.modules
     best = max(rates, key=lambda t: rates[t])
     print(rates[best], best)
@@ -186,6 +213,7 @@ def run_worker(system: str, size: str, batch: int, beam: int, work: Path, args) 
         [sys.executable, __file__, "--worker", system, "--work", str(work), "--sizes", size,
          "--batch", str(batch), "--beam", str(beam), "--repeats", str(args.repeats),
          "--out-len", str(args.out_len), "--single", str(args.single),
+         "--device", args.device, "--dtype", args.dtype,
          "--ct2-threads", *map(str, args.ct2_threads)],
         check=True, capture_output=True, text=True, env=env).stdout
     rate, threads = out.strip().splitlines()[-1].split()
@@ -213,6 +241,11 @@ def main() -> None:
     parser.add_argument("--ct2-threads", type=int, nargs="+", default=[cores()],
                         help="CTranslate2's intra_threads to try in each measurement, the best "
                              "kept (default: one per core; on some machines 1 is faster)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="where every system decodes (default: the CPU)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+                        help="aiayn's and Hugging Face's weights and activations on a GPU "
+                             "(default float32; the CPU's rows are float32 or int8)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
@@ -222,29 +255,39 @@ def main() -> None:
         worker(args)
         return
     systems = args.systems
-    import ctranslate2
+    # the peer: CTranslate2 where it is among the systems, Hugging Face otherwise
+    peer = "CT2" if any(s.startswith("CTranslate2") for s in systems) else "HF"
     import torch
     from machine import header
     print(header())
-    print(f"{cores()} cores; torch {torch.__version__} with {torch.get_num_threads()} threads "
+    if peer == "CT2":
+        import ctranslate2
+        peer_line = (f"CTranslate2 {ctranslate2.__version__} with intra_threads "
+                     f"{' or '.join(map(str, args.ct2_threads))} (the faster), inter_threads=1")
+    else:
+        import transformers
+        peer_line = f"transformers {transformers.__version__}"
+    where = (f"{torch.cuda.get_device_name(0)}, aiayn and Hugging Face in {args.dtype}"
+             if args.device == "cuda" else f"torch with {torch.get_num_threads()} threads")
+    print(f"{cores()} cores; torch {torch.__version__}; {where} "
           f"(OMP_NUM_THREADS={START_ENV.get('OMP_NUM_THREADS', 'unset')}, GOMP_SPINCOUNT="
           f"{START_ENV.get('GOMP_SPINCOUNT', 'unset')}, OMP_WAIT_POLICY="
-          f"{START_ENV.get('OMP_WAIT_POLICY', 'unset')}); CTranslate2 "
-          f"{ctranslate2.__version__} with intra_threads "
-          f"{' or '.join(map(str, args.ct2_threads))} (the faster), inter_threads=1; "
+          f"{START_ENV.get('OMP_WAIT_POLICY', 'unset')}); {peer_line}; "
           f"{args.out_len} tokens out per sentence, sources of {SRC_LEN} tokens + EOS; "
           f"length penalty 0.6; median of {args.rounds} round(s) of {args.repeats} repeats, "
           + ("all systems in this one process" if args.together
              else "each system alone in a fresh process"), flush=True)
-    print("| size, batch | mode | " + " | ".join(systems) + " | aiayn float32 / CT2 float32 "
-          "| aiayn best / CT2 best | batch-1 ms per sentence (aiayn best, CT2 best) |")
+    first = "CTranslate2 float32" if peer == "CT2" else "Hugging Face"
+    print("| size, batch | mode | " + " | ".join(systems) + f" | aiayn float32 / {first} "
+          f"| aiayn best / {peer} best | batch-1 ms per sentence (aiayn best, {peer} best) |")
     print("|---|---|" + "---:|" * (len(systems) + 3))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        prepare(work, args.sizes)
+        if peer == "CT2":
+            prepare(work, args.sizes)
         for size in args.sizes:
-            built = ({s: build(s, size, work, args.out_len) for s in systems} if args.together
-                     else {})
+            built = ({s: build(s, size, work, args.out_len, device=args.device,
+                               dtype=args.dtype) for s in systems} if args.together else {})
             for batch, beam, label in (row for row in ROWS if row[0] in args.batches):
                 runs: dict[str, list[float]] = {s: [] for s in systems}
                 for _ in range(args.rounds):
@@ -253,9 +296,9 @@ def main() -> None:
                                        else run_worker(s, size, batch, beam, work, args))
                 r = {s: statistics.median(v) for s, v in runs.items()}
                 ours = max(v for s, v in r.items() if s.startswith("aiayn"))
-                theirs = max(v for s, v in r.items() if s.startswith("CTranslate2"))
+                theirs = max(v for s, v in r.items() if not s.startswith("aiayn"))
                 ratio = (max((v for s, v in r.items() if s in FLOAT32), default=float("nan"))
-                         / r.get("CTranslate2 float32", float("nan")))
+                         / r.get(first, float("nan")))
                 latency = (f"{1000 * args.out_len / ours:.1f}, {1000 * args.out_len / theirs:.1f}"
                            if batch == 1 else "")
                 cells = " | ".join(f"{r[s]:,.0f}" + (
@@ -265,7 +308,6 @@ def main() -> None:
                 CT2_THREADS.clear()
                 print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} "
                       f"| {ours / theirs:.2f} | {latency} |", flush=True)
-
 
 if __name__ == "__main__":
     main()

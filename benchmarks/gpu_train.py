@@ -16,7 +16,8 @@ from those steps' Chrome trace the device's milliseconds and kernel count a step
 kernel (products, attention, LayerNorm, copies and casts...: ``kernel_summary``) and the
 costliest kernels; ``--trace DIR`` keeps the trace, where the device's idle gaps show.
 ``--variants autocast now`` times a GPU's bf16 step as it was (under autocast) beside the step
-as the trainer takes it (on 16-bit weight copies, ``aiayn.train.copies``).
+as the trainer takes it (on 16-bit weight copies, ``aiayn.train.copies``); ``copies`` runs the
+step on the weight copies compiled too (``aiayn train --compile`` compiles the autocast step).
 
     PYTHONPATH=src python3 benchmarks/gpu_train.py --data DIR --sizes base big \\
         --precisions bf16 fp16 --compile no yes --max-tokens 25000
@@ -79,10 +80,14 @@ def kernel_summary(trace: Path, steps: int) -> list[str]:
 
 
 def apply_variant(variant: str, run) -> None:
-    """The step as trained ("now"), or a GPU's bf16 step under autocast, as it was trained
-    before the 16-bit weight copies ("autocast")."""
+    """The step as trained ("now"), a GPU's bf16 step under autocast, as it was trained
+    before the 16-bit weight copies ("autocast"), or on the weight copies whether compiled or
+    not ("copies")."""
     if variant == "autocast":
         run.copies = None
+    elif variant == "copies" and run.copies is None:
+        from aiayn.train.copies import Weights16
+        run.copies = Weights16(run.model, run=run.net)
 
 
 def worker(shape: dict) -> dict:
@@ -176,7 +181,7 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, nargs="+", default=[25000])
     ap.add_argument("--grad-accum", type=int, default=1)
     ap.add_argument("--variants", nargs="+", default=["now"],
-                    choices=["now", "autocast"],
+                    choices=["now", "autocast", "copies"],
                     help="the step as trained, or without a part of it (``apply_variant``)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script")
     ap.add_argument("--profile", action="store_true",

@@ -155,3 +155,28 @@ def test_resumed_training_on_weight_copies_equals_uninterrupted_training(toy_dat
     a = load_file(str(tmp_path / "whole/checkpoints/last" / ckpt.WEIGHTS))
     b = load_file(str(tmp_path / "split/checkpoints/last" / ckpt.WEIGHTS))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_weight_copies_run_through_the_module_they_are_given():
+    """``run`` (a compiled model in the GPU benchmark) is what runs, with the copies in the
+    model's place during the call and the float32 parameters back after it."""
+    model, batch = tiny_model(), batches(1)[0]
+    seen = []
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            seen.append({p.dtype for p in self.inner.parameters()})
+            return self.inner(*args)
+
+    copies = Weights16(model, run=Wrapper(model))
+    copies.refresh()
+    out = copies(batch.src, batch.tgt_in)
+    assert seen == [{torch.bfloat16}]
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    plain = Weights16(model)
+    plain.refresh()
+    assert torch.equal(out, plain(batch.src, batch.tgt_in))

@@ -28,8 +28,10 @@ class Weights16:
     """16-bit copies of ``model``'s floating parameters and buffers, refreshed by ``refresh``,
     run by ``__call__``, whose gradients ``gradients_to_masters`` adds to the parameters'."""
 
-    def __init__(self, model: nn.Module, dtype: torch.dtype = torch.bfloat16) -> None:
+    def __init__(self, model: nn.Module, dtype: torch.dtype = torch.bfloat16,
+                 run: nn.Module | None = None) -> None:
         self.model = model
+        self.run = model if run is None else run  # (or ``model`` compiled)
         self.masters: list[Tensor] = [p for p in model.parameters() if p.is_floating_point()]
         self.copies = [torch.empty_like(p, dtype=dtype).requires_grad_(p.requires_grad)
                        for p in self.masters]
@@ -61,7 +63,7 @@ class Weights16:
         for table, name, _, copy in self.slots:
             table[name] = copy
         try:
-            return self.model(*args, **kwargs)
+            return self.run(*args, **kwargs)
         finally:
             for table, name, tensor, _ in self.slots:
                 table[name] = tensor
