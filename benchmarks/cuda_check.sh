@@ -6,8 +6,12 @@
 #      25,000-token batches (the paper's step on one GPU);
 #   2. a torchrun training over NCCL, one process per GPU, `base` bf16 as `aiayn train` runs it
 #      by default (its gradients averaged in one all-reduce a step), its training log's
-#      tokens/s and MFU.
-# Usage: PY=python3 benchmarks/cuda_check.sh [OUT]; PARTS="1 2" picks parts.
+#      tokens/s and MFU;
+#   3. decoding on the GPU (benchmarks/decode_speed.py --device cuda): aiayn against Hugging
+#      Face, and CTranslate2 where its wheel loads on this machine's CUDA;
+#   4. the compiled `base` step on weight copies beside `aiayn train --compile`'s (autocast),
+#      one after the other on the same card (each compiles for 2-3 minutes).
+# Usage: PY=python3 benchmarks/cuda_check.sh [OUT]; PARTS="1 2" (the default) picks parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -17,7 +21,8 @@ PARTS=${PARTS:-1 2}
 CORPUS=src/aiayn/data/demo
 mkdir -p "$OUT"
 lscpu | grep -E "^(Model name|CPU\(s\)|Flags)" || true
-$PY -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+$PY -c "import torch; torch.cuda.is_available() or exit('cuda_check.sh: no CUDA device here; \
+run it on a GPU machine'); print('torch', torch.__version__, torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ ! -d "$DATA" ]; then
     $PY -m aiayn prepare --train-src $CORPUS/train.en.gz --train-tgt $CORPUS/train.es.gz \
@@ -46,4 +51,18 @@ for line in open(sys.argv[1]):
     if "tokens_per_s" in r:
         print(f"step {r['step']}: {r['tokens_per_s']:,.0f} target tokens/s, MFU {r['mfu']:.1%}")
 EOF
+fi
+if [[ " $PARTS " == *" 3 "* ]]; then
+    systems=(aiayn "Hugging Face")
+    # (CTranslate2 4.8's wheel needs CUDA 12's cuBLAS; the lent machines have had CUDA 13's)
+    if $PY -c "import ctypes, sys, ctranslate2; ctypes.CDLL('libcublas.so.12'); \
+sys.exit(ctranslate2.get_cuda_device_count() < 1)" 2>/dev/null; then
+        systems+=("CTranslate2 float32" "CTranslate2 float16")
+    fi
+    $PY benchmarks/decode_speed.py --device cuda --sizes base --systems "${systems[@]}" \
+        --rounds 2 --repeats 3
+fi
+if [[ " $PARTS " == *" 4 "* ]]; then
+    $PY benchmarks/gpu_train.py --data "$DATA" --sizes base --precisions bf16 --compile yes \
+        --max-tokens 25000 --variants copies now
 fi

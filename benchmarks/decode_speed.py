@@ -255,6 +255,10 @@ def main() -> None:
         worker(args)
         return
     systems = args.systems
+    if args.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: no CUDA device is available here; leave --device out")
     # the peer: CTranslate2 where it is among the systems, Hugging Face otherwise
     peer = "CT2" if any(s.startswith("CTranslate2") for s in systems) else "HF"
     import torch
