@@ -255,13 +255,11 @@ def main() -> None:
         worker(args)
         return
     systems = args.systems
-    if args.device == "cuda":
-        import torch
-        if not torch.cuda.is_available():
-            parser.error("--device cuda: no CUDA device is available here; leave --device out")
+    import torch
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available here; leave --device out")
     # the peer: CTranslate2 where it is among the systems, Hugging Face otherwise
     peer = "CT2" if any(s.startswith("CTranslate2") for s in systems) else "HF"
-    import torch
     from machine import header
     print(header())
     if peer == "CT2":
@@ -312,6 +310,7 @@ def main() -> None:
                 CT2_THREADS.clear()
                 print(f"| {size}, {batch} | {label} | {cells} | {ratio:.2f} "
                       f"| {ours / theirs:.2f} | {latency} |", flush=True)
+
 
 if __name__ == "__main__":
     main()
