@@ -235,6 +235,7 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
     ("in.pdf", b"%PDF", "files of type .pdf are not translated"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),
     ("in.po", b'msgid "a"\nmsgstr "b"\nmsgid', "not a gettext catalog"),
+    ("in.po", b'msgid "a"\nmsgstr ""\n"broken\n', "line 3 has a string without its closing"),
     ("in.srt", b"1\nno timing here\ntext\n", "cue 1 has no"),
     ("in.txt", b"   \n", "the file is empty"),
     ("in.txt", b"\xff\xfe bad", "line 1 is not valid UTF-8"),

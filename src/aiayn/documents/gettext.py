@@ -20,6 +20,7 @@ from . import Job, decode_utf8
 def translate_po(data: bytes, job: Job) -> bytes:
     polib = require("polib", "gettext catalogs", "documents")
     text = decode_utf8(data, "gettext catalog")
+    _check_strings(text)
     try:
         catalog = polib.pofile(text, wrapwidth=78)
     except (OSError, ValueError) as err:
@@ -49,6 +50,22 @@ def translate_po(data: bytes, job: Job) -> bytes:
     if languages and not catalog.metadata.get("Language"):
         catalog.metadata["Language"] = languages["target"]
     return str(catalog).encode("utf-8")
+
+
+# a line that holds a string: a keyword (msgid, msgstr[1], ...) or a continuation, also in
+# obsolete (#~) and previous (#|) entries; its string must close with an unescaped quote
+_STRING_LINE = re.compile(r'\s*(?:#[~|]\s*)?(?:msg\w+(?:\[\d+\])?\s*)?"')
+_CLOSED = re.compile(r'(?:[^"\\]|\\.)*"\s*')
+
+
+def _check_strings(text: str) -> None:
+    """Refuse a catalog with a string left open (``msgstr "broken``), which polib reads
+    without a word, dropping its last character, and msgfmt refuses."""
+    for number, line in enumerate(text.splitlines(), 1):
+        opened = _STRING_LINE.match(line)
+        if opened and not _CLOSED.fullmatch(line, opened.end()):
+            raise UserError(f"not a gettext catalog: line {number} has a string without its "
+                            "closing quote")
 
 
 def _translate(job: Job, texts: list[str]) -> list[str]:
