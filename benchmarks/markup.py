@@ -23,6 +23,7 @@ sentences.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import html
 import random
@@ -230,8 +231,15 @@ def main() -> None:
     t0 = time.perf_counter()
     results["whole sentences, tags by alignment"] = translator.translate_markup(tagged)
     seconds["whole sentences, tags by alignment"] = time.perf_counter() - t0
+    import aiayn.inspect as inspect
+    strongest = inspect.strongest_targets
+    inspect.strongest_targets = lambda maps, cfg: []  # type: ignore
+    name = "whole sentences, no fallback: a tag whose words have no link goes around no word"
+    t0 = time.perf_counter()
+    results[name] = translator.translate_markup(tagged)
+    seconds[name] = time.perf_counter() - t0
+    inspect.strongest_targets = strongest
     if guided:  # the same model's links as a model without the head gives them
-        import aiayn.inspect as inspect
         least, inspect.HEAD_MIN_WEIGHT = inspect.HEAD_MIN_WEIGHT, 0.0
         name = "whole sentences, guided alignment, every source word's links kept"
         t0 = time.perf_counter()
@@ -241,11 +249,13 @@ def main() -> None:
         own = inspect.model_alignments
         inspect.model_alignments = (lambda maps, cfg, sure_first=False:  # type: ignore
                                     inspect.word_alignments(maps, sure_first=sure_first))
+        inspect.strongest_targets = (lambda maps, cfg: strongest(  # type: ignore
+            dataclasses.replace(maps, aligner=None), cfg.replace(alignment_layer=None)))
         t0 = time.perf_counter()
         results["whole sentences, tags by every head averaged"] = \
             translator.translate_markup(tagged)
         seconds["whole sentences, tags by every head averaged"] = time.perf_counter() - t0
-        inspect.model_alignments = own
+        inspect.model_alignments, inspect.strongest_targets = own, strongest
     t1 = time.perf_counter()
     results["each text node apart"] = [text_nodes(translator, t) for t in tagged]
     t2 = time.perf_counter()
@@ -270,10 +280,10 @@ def main() -> None:
     runs_said += f", {args.samplers} samplers" if args.samplers != 3 else ""
     print(f"tags agree: exactly = they wrap the hull of the words eflomal ({how}{runs_said}) "
           "links to theirs; overlapping = they share a word with it (both empty counts for both)")
-    print("| mode | well-formed, tags kept | b and a: exactly | overlapping | code: exactly "
-          f"| overlapping | BLEU, tags stripped | BLEU, {len(no_code)} sentences without code "
-          "| seconds |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| mode | well-formed, tags kept | b and a: exactly | overlapping | b and a around no "
+          "word | code: exactly | overlapping | BLEU, tags stripped | BLEU, "
+          f"{len(no_code)} sentences without code | seconds |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, name in enumerate(names):
         rows = parsed[name]
         ok = sum(wf and sorted(tags) == sorted(c) for (_, tags, wf), c in zip(rows, covered))
@@ -287,6 +297,10 @@ def main() -> None:
                 shares.append((100 * exact / max(1, total), 100 * overlap / max(1, total)))
             cells += [f"{_spread([e for e, _ in shares])} of {total}",
                       _spread([o for _, o in shares])]
+            if only is other:
+                empty = sum(not tags.get(n) for (_, tags, _), c in zip(rows, covered)
+                            for n in c if n in other)
+                cells.append(f"{empty}")
         bleu = sacrebleu.corpus_bleu([t for t, _, _ in rows], [refs]).score
         bleu_plain = sacrebleu.corpus_bleu([rows[i][0] for i in no_code],
                                            [[refs[i] for i in no_code]]).score

@@ -12,6 +12,7 @@ from aiayn.inspect import (
     AttentionMaps,
     grow_diag_final_and,
     model_alignments,
+    strongest_targets,
     word_alignments,
     word_starts,
     write_html,
@@ -106,6 +107,8 @@ def test_source_words_without_enough_attention_stay_unaligned():
     cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=1,
                       n_decoder_layers=1, d_ff=8, alignment_layer=0)
     assert model_alignments(maps, cfg) == word_alignments(maps, 0, head=0, min_weight=0.2)
+    # what a tag over "will" alone falls back on: the target word that attends to it most
+    assert strongest_targets(maps, cfg) == [(0, 1), (1, 0), (2, 0)]
 
 
 def test_an_aligner_is_read_from_the_row_fed_each_piece():
@@ -118,6 +121,7 @@ def test_an_aligner_is_read_from_the_row_fed_each_piece():
     cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=1,
                       n_decoder_layers=1, d_ff=8, aligner=True)
     assert model_alignments(maps, cfg) == [(0, 1), (1, 0)]  # x - b, y - a
+    assert strongest_targets(maps, cfg) == [(0, 1), (1, 0)]  # by the aligner, not the head
     assert word_alignments(maps, 0, head=0) == [(0, 0), (1, 1)]  # the head's rows, unshifted
 
 

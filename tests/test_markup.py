@@ -119,6 +119,22 @@ def test_nested_and_colliding_spans_stay_well_formed():
     assert out == "x <i></i> y"
 
 
+def test_a_tag_whose_words_have_no_link_goes_around_their_strongest_targets():
+    # "Open the folder" -> "Den Ordner öffnen": the imperative left unlinked, as an aligner
+    # leaves a word it is unsure of, would otherwise be a link around no word
+    links = [(1, 0), (2, 1)]
+    fallback = [(0, 2), (1, 0), (2, 1)]
+    out = place("Open the folder", [Span(0, 4, '<a href="x">', "</a>")], "Den Ordner öffnen",
+                links, fallback=fallback)
+    assert out == 'Den Ordner <a href="x">öffnen</a>'
+    assert place("Open the folder", [Span(0, 4, "<b>", "</b>")], "Den Ordner öffnen",
+                 links) == "<b></b> Den Ordner öffnen"  # without: at a point, around no word
+    # a span with a link of its own keeps to it: the fallback widens nothing
+    out = place("Open the folder", [Span(0, 8, "<b>", "</b>")], "Den Ordner öffnen",
+                links, fallback=[(0, 2), (1, 1), (2, 1)])
+    assert out == "<b>Den</b> Ordner öffnen"
+
+
 def test_punctuation_left_outside_a_span_stays_outside():
     out = place("Go here.", [Span(3, 7, "<b>", "</b>")], "Ve aquí.", [(0, 0), (1, 1)])
     assert out == "Ve <b>aquí</b>."

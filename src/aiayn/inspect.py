@@ -96,6 +96,29 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     ``aligner``: the weights of the model's aligner instead (``maps.aligner``), a target
     piece's row being the one it is fed to.
     """
+    found = _word_weights(maps, layer, head, aligner)
+    if found is None:
+        return []
+    merged, pieces = found
+    n_tgt, n_src = merged.shape
+    forward = {(int(merged[j].argmax()), j) for j in range(n_tgt)}
+    backward = {(i, int(merged[:, i].argmax())) for i in range(n_src)}
+    links = grow_diag_final_and(forward, backward)
+    if sure_first:
+        sure = forward & backward
+        have = {i for i, _ in sure}
+        links = sure | {(i, j) for i, j in links if i not in have}
+    if min_weight > 0:
+        strongest = (merged / pieces.clamp_min(1)).amax(0)  # (n_src,)
+        links = {(i, j) for i, j in links if strongest[i] >= min_weight}
+    return sorted(links)
+
+
+def _word_weights(maps: AttentionMaps, layer: int | None, head: int | None, aligner: bool
+                  ) -> tuple[Tensor, Tensor] | None:
+    """The attention of ``word_alignments`` (its ``layer``, ``head`` and ``aligner``) between
+    words: (n_tgt, n_src) weights summed over each word's pieces on both sides, and each
+    target word's piece count (n_tgt, 1); None where a side has no word."""
     if aligner:
         assert maps.aligner is not None
         weights = maps.aligner[1:]  # (T, S): row t + 1 aligns target piece t
@@ -109,7 +132,7 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     tgt_words = word_starts(maps.tgt_tokens[1:])  # row t predicts tgt_tokens[t + 1]
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
     if n_src == 0 or n_tgt == 0:
-        return []
+        return None
     # the weights summed over each word's pieces, rows then columns; pieces of no word
     # (tw or sw -1) add nothing
     rows = torch.tensor([t for t, tw in enumerate(tgt_words) if tw >= 0], dtype=torch.long)
@@ -119,17 +142,23 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     by_row = torch.zeros(n_tgt, weights.size(1)).index_add_(0, tw_of, weights[rows].float())
     merged = torch.zeros(n_tgt, n_src).index_add_(1, sw_of, by_row[:, cols])  # (n_tgt, n_src)
     pieces = torch.bincount(tw_of, minlength=n_tgt).float()[:, None]  # (n_tgt, 1)
-    forward = {(int(merged[j].argmax()), j) for j in range(n_tgt)}
-    backward = {(i, int(merged[:, i].argmax())) for i in range(n_src)}
-    links = grow_diag_final_and(forward, backward)
-    if sure_first:
-        sure = forward & backward
-        have = {i for i, _ in sure}
-        links = sure | {(i, j) for i, j in links if i not in have}
-    if min_weight > 0:
-        strongest = (merged / pieces.clamp_min(1)).amax(0)  # (n_src,)
-        links = {(i, j) for i, j in links if strongest[i] >= min_weight}
-    return sorted(links)
+    return merged, pieces
+
+
+def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, int]]:
+    """Each source word with the target word that attends to it most, by the weights
+    ``model_alignments`` reads: where an inline tag's words have no link, the tag goes around
+    these rather than around no word (``aiayn.markup.place``)."""
+    if maps.aligner is not None:
+        found = _word_weights(maps, None, None, True)
+    elif cfg.alignment_layer is not None:
+        found = _word_weights(maps, cfg.alignment_layer, 0, False)
+    else:
+        found = _word_weights(maps, None, None, False)
+    if found is None:
+        return []
+    merged = found[0]
+    return [(i, int(merged[:, i].argmax())) for i in range(merged.size(1))]
 
 
 HEAD_MIN_WEIGHT = 0.2  # an alignment head's least weight on a source word that keeps links

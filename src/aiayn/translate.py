@@ -13,7 +13,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 import torch
@@ -382,22 +382,37 @@ class Translator:
         whitespace, from cross-attention (``aiayn.inspect.model_alignments``, ``sure_first``
         passed on; an ensemble's first model aligns). A pair the model cannot read whole gets
         none."""
-        from .inspect import attention_maps, model_alignments
+        from .inspect import model_alignments
+        return [[] if maps is None else model_alignments(maps, cfg, sure_first=sure_first)
+                for maps, cfg in self._pair_maps(pairs)]
+
+    def tag_links(self, pairs: list[tuple[str, str]]
+                  ) -> list[tuple[list[tuple[int, int]], list[tuple[int, int]]]]:
+        """What inline tags are placed by, per (source, translation) pair: the links of
+        ``word_links`` with ``sure_first``, and each source word's strongest target word
+        (``aiayn.inspect.strongest_targets``), for a tag whose words have no link."""
+        from .inspect import model_alignments, strongest_targets
+        return [([], []) if maps is None else
+                (model_alignments(maps, cfg, sure_first=True), strongest_targets(maps, cfg))
+                for maps, cfg in self._pair_maps(pairs)]
+
+    def _pair_maps(self, pairs: list[tuple[str, str]]
+                   ) -> Iterator[tuple[AttentionMaps | None, ModelConfig]]:
+        """Each pair's attention maps from the model that aligns (an ensemble's first), with
+        its configuration; None for a pair it cannot read whole."""
+        from .inspect import attention_maps
         model = self.model.models[0] if isinstance(self.model, Ensemble) else self.model
         model = model.model if isinstance(model, CompiledSteps) else model
-        out: list[list[tuple[int, int]]] = []
         for source, translation in pairs:
             if not (source.strip() and translation.strip() and self.codec.fits(source)):
-                out.append([])
+                yield None, model.cfg
                 continue
             encoded = self.codec.encode(source)
             target = self.codec.encode_target(translation, encoded, limit=10**9)
             if len(target) > self.cfg.max_len - 1:
-                out.append([])
+                yield None, model.cfg
                 continue
-            maps = attention_maps(model, self.tokenizer, encoded.ids, target)
-            out.append(model_alignments(maps, model.cfg, sure_first=sure_first))
-        return out
+            yield attention_maps(model, self.tokenizer, encoded.ids, target), model.cfg
 
     def translate_markup(self, documents: Iterable[str], fmt: str = "html",
                          options: DecodeOptions | None = None, *,
@@ -422,9 +437,9 @@ class Translator:
         for doc in docs:
             mine = translations[at:at + len(doc.sources)]
             at += len(doc.sources)
-            links = self.word_links([(doc.sources[i], mine[i]) for i in doc.aligned],
-                                    sure_first=True)
-            out.append(doc.render(mine, dict(zip(doc.aligned, links))))
+            found = self.tag_links([(doc.sources[i], mine[i]) for i in doc.aligned])
+            out.append(doc.render(mine, {i: links for i, (links, _) in zip(doc.aligned, found)},
+                                  {i: best for i, (_, best) in zip(doc.aligned, found)}))
         return out
 
     def align(self, source: str, translation: str) -> str:

@@ -246,14 +246,16 @@ class Document:
 
     # ------------------------------------------------------------------ writing
     def render(self, translations: list[str],
-               links: dict[int, list[tuple[int, int]]] | None = None) -> str:
+               links: dict[int, list[tuple[int, int]]] | None = None,
+               fallback: dict[int, list[tuple[int, int]]] | None = None) -> str:
         """The document with ``translations`` (one per source) in place of its sources and its
         tags placed through ``links`` (per index of ``aligned``: (source word, target word)
-        pairs; missing ones are taken to follow word order)."""
+        pairs; missing ones are taken to follow word order) and, for a tag whose words have
+        none, ``fallback`` (``aiayn.markup.place``)."""
         if len(translations) != len(self._units):
             raise ValueError(f"{len(translations)} translations for {len(self._units)} "
                              "sources")
-        links = links or {}
+        links, fallback = links or {}, fallback or {}
 
         def opened(spans: list[Span]) -> None:
             for span in spans:
@@ -284,7 +286,8 @@ class Document:
                     opened(unit.spans)
                     pairs = links.get(i) or proportional_links(len(words(unit.text)),
                                                                len(target.split()))
-                    parts.append(place(unit.text, unit.spans, target, pairs, escape_text=write))
+                    parts.append(place(unit.text, unit.spans, target, pairs, escape_text=write,
+                                       fallback=fallback.get(i, [])))
                 out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
         return "".join(out)
 

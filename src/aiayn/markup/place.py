@@ -7,8 +7,10 @@ target words aligned to the source words it covered (the words' hull), as Bergam
 Firefox. Spans stay nested as in the source: a child is placed inside its parent's target words,
 and siblings that would overlap are moved apart (the later one starts where the earlier ends),
 so the output is always well-formed with exactly the source's tags. A span whose words have no
-aligned target word, and a span over no word (an image, a comment), goes to the point after the
-target words of the source word before it.
+aligned target word goes around the target words that attend to them most (``fallback``), so
+that a link or a bold word never ends up around nothing; a span over no word (an image, a
+comment), and one without fallback links, goes to the point after the target words of the
+source word before it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from html import escape
-from typing import Callable
+from typing import Callable, Sequence
 
 _WORD = re.compile(r"\S+")
 
@@ -60,8 +62,8 @@ def proportional_links(n_src: int, n_tgt: int) -> list[tuple[int, int]]:
 
 
 def place(source: str, spans: list[Span], translation: str,
-          links: list[tuple[int, int]], *, escape_text: Callable[[str], str] | None = None
-          ) -> str:
+          links: list[tuple[int, int]], *, escape_text: Callable[[str], str] | None = None,
+          fallback: Sequence[tuple[int, int]] = ()) -> str:
     """``translation`` with ``spans`` (over ``source``) put around its words.
 
     Punctuation that a span left outside in the source (``<b>here</b>.``) stays outside in
@@ -72,6 +74,8 @@ def place(source: str, spans: list[Span], translation: str,
         spans: its top-level spans, in source order.
         translation: the translated sentence (plain text).
         links: (source word, target word) alignment pairs, words split at whitespace.
+        fallback: more such pairs (each source word's strongest target word,
+            ``aiayn.inspect.strongest_targets``), read for a span none of whose words has a link.
         escape_text: how target text is written (default: HTML/XML escaping of &, <, >).
     """
     escape_text = escape_text or (lambda s: escape(s, quote=False))
@@ -79,10 +83,14 @@ def place(source: str, spans: list[Span], translation: str,
     found = words(translation)
     tgt_words = [translation[s:e] for s, e in found]
     gaps = [translation[e:s] for (_, e), (s, _) in zip(found, found[1:])] + [" "]
-    targets: dict[int, set[int]] = {}
-    for i, j in links:
-        if 0 <= i < len(src_words) and 0 <= j < len(tgt_words):
-            targets.setdefault(i, set()).add(j)
+    def by_source(pairs: Sequence[tuple[int, int]]) -> dict[int, set[int]]:
+        found: dict[int, set[int]] = {}
+        for i, j in pairs:
+            if 0 <= i < len(src_words) and 0 <= j < len(tgt_words):
+                found.setdefault(i, set()).add(j)
+        return found
+
+    targets, second = by_source(links), by_source(fallback)
 
     def point(start: int) -> int:
         """The target position after the aligned words of the source word before ``start``."""
@@ -97,6 +105,8 @@ def place(source: str, spans: list[Span], translation: str,
 
     def hull(span: Span) -> tuple[int, int]:
         aligned = {j for i in covered(span) for j in targets.get(i, ())}
+        if not aligned:  # a tag over words keeps words: their strongest targets
+            aligned = {j for i in covered(span) for j in second.get(i, ())}
         if aligned:
             return min(aligned), max(aligned) + 1
         at = point(span.start)

@@ -80,14 +80,15 @@ async def translate(service: Service, request: Request) -> JSONResponse:
     if renders:  # the tags of HTML placed through the model's alignments, between batches
         pairs = [(doc.sources[i], rank[i]) for doc, rank in renders for i in doc.aligned]
         translator = model.translator
-        links = iter(await service.run_alone(model, lambda: translator.word_links(
-            pairs, sure_first=True)))
+        links = iter(await service.run_alone(model, lambda: translator.tag_links(pairs)))
         found = iter(renders)
         for result, plan in zip(results, plans):
             if isinstance(plan, Document):
                 for _ in range(nbest):
                     doc, rank = next(found)
-                    result.append(doc.render(rank, {i: next(links) for i in doc.aligned}))
+                    placing = {i: next(links) for i in doc.aligned}
+                    result.append(doc.render(rank, {i: p[0] for i, p in placing.items()},
+                                             {i: p[1] for i, p in placing.items()}))
     single = isinstance(q, str)
     answer: dict[str, Any] = {"translatedText": results[0][0] if single
                               else [r[0] for r in results]}
