@@ -88,6 +88,24 @@ def test_blocks_inline_tags_attributes_and_kept_elements():
     assert 'alt="A CAT"' in upper and 'var a = "<b>";' in upper
 
 
+def test_a_lang_that_names_the_source_language_names_the_target():
+    page = ('<html lang="en-US"><body><p title="A tip" lang=en>one <b>two</b></p>'
+            '<p lang="fr">trois</p></body></html>')
+    doc = Document(page, "html", language="en", target="es")
+    out = doc.render([s.upper() for s in doc.sources])
+    assert out == ('<html lang="es"><body><p title="A TIP" lang="es">ONE <b>TWO</b></p>'
+                   '<p lang="fr">TROIS</p></body></html>')
+    unknown = Document(page, "html", language="en")  # no target known: lang stays
+    assert unknown.render(unknown.sources).startswith('<html lang="en-US">')
+    xml = ('<?xml version="1.0"?>\n<doc xml:lang="en"><p>one</p><img xml:lang="en"/>'
+           "<q xml:lang='de'>zwei</q></doc>")
+    doc = Document(xml, "xml", language="en", target="es")
+    out = doc.render(doc.sources)
+    assert out == ('<?xml version="1.0"?>\n<doc xml:lang="es"><p>one</p><img xml:lang="es"/>'
+                   "<q xml:lang='de'>zwei</q></doc>")
+    ET.fromstring(out.split("\n", 1)[1])  # well-formed
+
+
 def test_entities_and_surrounding_whitespace_are_kept():
     doc = Document("<p>\n  Fish &amp; chips&nbsp;&copy; <b>now</b>  \n</p>", "html")
     assert doc.sources == ["Fish & chips\xa0\xa9 now"]

@@ -426,7 +426,9 @@ class Translator:
         if o.nbest != 1 or o.sample:
             raise UserError("markup is translated with the best translation; drop --nbest and "
                             "--sample")
-        docs = [Document(d, fmt, language=self.codec.language) for d in documents]
+        target = (self.languages or {}).get("target")
+        docs = [Document(d, fmt, language=self.codec.language, target=target)
+                for d in documents]
         for k, doc in enumerate(docs):
             for problem in doc.problems:
                 where = f"document {k + 1}: " if len(docs) > 1 else ""

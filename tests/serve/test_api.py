@@ -91,13 +91,14 @@ def test_form_fields_paragraphs_html_and_alternatives(server, reference):
 def test_html_is_translated_as_aiayn_translate_format_html_does(server, toy_model):
     a, b = SENTENCES[2:4]
     words = b.split()
-    page = (f"<div><p title='{a}'>{a}. <i>{words[0]}</i> {' '.join(words[1:])}</p>"
+    page = (f"<div lang='en'><p title='{a}'>{a}. <i>{words[0]}</i> {' '.join(words[1:])}</p>"
             f"<ul><li>{b} <code>x = 1</code></li></ul><p>{a} <b>open</div>")
     status, answer = server.post("/translate", {"q": [page, a], "source": "en", "target": "es",
                                                 "format": "html"})
     expected = load(toy_model).translate_markup([page, a])
     assert status == 200 and answer["translatedText"] == expected
     assert "<code>x = 1</code>" in expected[0]
+    assert expected[0].startswith('<div lang="es">')  # the page is in the target language now
 
 
 def test_v1_translate_with_a_glossary(server, toy_model):

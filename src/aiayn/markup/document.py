@@ -34,6 +34,7 @@ INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data
                     "u", "var", "wbr"})
 KEEP = frozenset({"code", "kbd", "samp", "pre", "script", "style", "svg", "math"})
 ATTRIBUTES = ("title", "alt", "placeholder")  # translated where HTML has them
+LANG = ("lang", "xml:lang")  # the language an element is in
 _SPACE = re.compile(r"[ \t\n\r\f]+")  # not U+00A0, which an &nbsp; wrote
 _ENTITY = re.compile(r"&#?\w+;")
 
@@ -60,10 +61,12 @@ class _Segment:
 
 @dataclass
 class _StartTag:
-    """A start tag with translated attributes: attribute name -> unit."""
+    """A start tag with translated attributes (attribute name -> unit) and attributes written
+    anew (name -> value: a ``lang`` that named the source language names the target's)."""
 
     element: Element
     units: dict[str, int]
+    values: dict[str, str] = field(default_factory=dict)
 
 
 class Document:
@@ -73,6 +76,9 @@ class Document:
         markup: the document.
         fmt: "html" or "xml".
         language: the source language's code, for sentence splitting.
+        target: the target language's code, where known: a ``lang`` or ``xml:lang``
+            attribute that names the source language (``en``, ``en-US``) is written with it,
+            as a translated page is in the target language.
 
     Attributes:
         sources: the texts to translate, in order.
@@ -80,11 +86,12 @@ class Document:
         problems: what was malformed in the markup (it is translated best effort).
     """
 
-    def __init__(self, markup: str, fmt: str = "html", *, language: str = "en") -> None:
+    def __init__(self, markup: str, fmt: str = "html", *, language: str = "en",
+                 target: str | None = None) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"markup format must be html or xml, not {fmt!r}")
         self.xml = fmt == "xml"
-        self.language = language
+        self.language, self.target = language, target
         root, self.problems = parse_xml(markup) if self.xml else parse_html(markup)
         self._units: list[_Unit] = []
         self._items: list[str | _Segment | _StartTag] = []
@@ -141,14 +148,16 @@ class Document:
             self._items.append(node.end)
 
     def _start_tag(self, element: Element) -> str | _StartTag:
-        if self.xml:
+        if not element.start:  # (an empty XML element: its whole tag is its end, kept)
             return element.start
-        units = {}
+        units, values = {}, {}
         for name, value in element.attrs:
-            if name in ATTRIBUTES and value and value.strip():
+            if name.lower() in LANG and value and self.target and _names(value, self.language):
+                values[name] = self.target
+            elif name in ATTRIBUTES and value and value.strip() and not self.xml:
                 units[name] = len(self._units)
                 self._units.append(_Unit(_SPACE.sub(" ", value).strip(), attribute=True))
-        return _StartTag(element, units) if units else element.start
+        return _StartTag(element, units, values) if units or values else element.start
 
     def _segment(self, run: list[Node]) -> None:
         """Inline nodes as a segment, or as they are when they hold no text."""
@@ -292,12 +301,18 @@ class Document:
         return "".join(out)
 
 
+def _names(value: str, language: str) -> bool:
+    """Whether a ``lang`` value (a BCP 47 tag: ``en``, ``en-US``, ``en_GB``) is ``language``."""
+    return re.split(r"[-_]", value.strip(), maxsplit=1)[0].lower() == language.lower()
+
+
 def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
     element = tag.element
     attrs = []
     for name, value in element.attrs:
         if name in tag.units:
             value = translations[tag.units[name]].strip()
+        value = tag.values.get(name, value)
         attrs.append(name if value is None else f'{name}="{html.escape(value, quote=True)}"')
     end = "/>" if element.start.rstrip().endswith("/>") else ">"
     return f"<{element.tag}{''.join(' ' + a for a in attrs)}{end}"

@@ -56,7 +56,7 @@ async def translate(service: Service, request: Request) -> JSONResponse:
     sentences: list[str] = []
     for text in texts:
         if text_format == "html":
-            doc = Document(text, "html", language=model.source)
+            doc = Document(text, "html", language=model.source, target=model.target)
             plans.append(doc)
             sentences += doc.sources
         else:
