@@ -95,6 +95,11 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     italic = [r.text for r in runs if r.italic]
     assert len(bold) == 1 and len(italic) == 1  # each formatting carried onto one stretch
     assert out.tables[0].cell(0, 0).text == translator.translate([SENTENCES[7]])[0]
+    # the document says it is in the target language now (python-docx's template: en-US,
+    # with ar-SA for complex scripts, which stays)
+    from docx.oxml.ns import qn
+    lang = out.styles.element.find(f".//{qn('w:lang')}")
+    assert [lang.get(qn(k)) for k in ("w:val", "w:eastAsia", "w:bidi")] == ["es", "es", "ar-SA"]
 
 
 def odt_document(words: list[str]) -> bytes:
@@ -105,6 +110,10 @@ def odt_document(words: list[str]) -> bytes:
     bold = Style(name="Bold", family="text")
     bold.addElement(TextProperties(fontweight="bold"))
     document.automaticstyles.addElement(bold)
+    for name, language, country in (("Body", "en", "US"), ("Quote", "fr", "FR")):
+        style = Style(name=name, family="paragraph")
+        style.addElement(TextProperties(language=language, country=country))
+        document.styles.addElement(style)
     paragraph = P(text=words[0] + " ")
     paragraph.addElement(Span(stylename=bold, text=words[1]))
     paragraph.addText(" " + " ".join(words[2:-1]) + " ")
@@ -129,6 +138,10 @@ def test_opendocument_keeps_styled_spans_and_links(toy_model, translator, tmp_pa
     assert [c.qname[1] for c in inner] in (["span", "a"], ["a", "span"])
     link = next(c for c in inner if c.qname[1] == "a")
     assert link.getAttribute("href") == "https://example.org/"
+    from odf.style import TextProperties
+    languages = {(p.getAttribute("language"), p.getAttribute("country"))
+                 for p in out.getElementsByType(TextProperties)} - {(None, None)}
+    assert languages == {("es", None), ("fr", "FR")}  # the source's style is the target's
 
 
 XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>

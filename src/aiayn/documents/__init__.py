@@ -55,6 +55,17 @@ class Job:
                                 f"model of the file's pair")
 
 
+    def relabeled(self, named: str | None) -> str | None:
+        """The target language's code where ``named``, a language a file gives its text in
+        (``en``, ``en-US``, ``en_GB``), is the model's source language; None otherwise, and
+        where the model's pair is unknown. A translated file says it is in the target
+        language, so that spell checkers and screen readers take it as such."""
+        pair = self.translator.languages
+        if not (pair and named and _primary(named) == _primary(pair["source"])):
+            return None
+        return pair["target"]
+
+
 def _primary(code: str) -> str:
     """A language code's primary subtag: pt_BR, pt-BR -> pt."""
     return code.strip().replace("_", "-").split("-")[0].lower()

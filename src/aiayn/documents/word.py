@@ -44,9 +44,25 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     for run, text in zip(runs, job.lines([r.text.strip() for r in runs])):
         run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
             run.text[len(run.text.rstrip()):]
+    _relabel(document, job)
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def _relabel(document, job: Job) -> None:
+    """Every ``w:lang`` (styles' defaults, runs' own) that names the source language names
+    the target (``Job.relabeled``): the Latin, East Asian and complex-script values alike."""
+    from docx.oxml.ns import qn
+    for part in document.part.package.iter_parts():
+        element = getattr(part, "_element", None)
+        if element is None:
+            continue
+        for lang in element.iter(qn("w:lang")):
+            for key in (qn("w:val"), qn("w:eastAsia"), qn("w:bidi")):
+                target = job.relabeled(lang.get(key))
+                if target is not None:
+                    lang.set(key, target)
 
 
 def _paragraphs(document):

@@ -42,9 +42,36 @@ def translate_odt(data: bytes, job: Job) -> bytes:
         value = str(node)
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
+    _relabel(document, job)
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+_FO_NS = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
+_STYLE_NS = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+# a style's language and country, for Latin, Asian and complex scripts
+_LANGUAGES = (((_FO_NS, "language"), (_FO_NS, "country"), (_STYLE_NS, "rfc-language-tag")),
+              ((_STYLE_NS, "language-asian"), (_STYLE_NS, "country-asian"),
+               (_STYLE_NS, "rfc-language-tag-asian")),
+              ((_STYLE_NS, "language-complex"), (_STYLE_NS, "country-complex"),
+               (_STYLE_NS, "rfc-language-tag-complex")))
+
+
+def _relabel(document, job: Job) -> None:
+    """Every style's language that is the source language becomes the target
+    (``Job.relabeled``); its country, which belonged to the source language, is dropped."""
+    from odf.style import TextProperties
+    for properties in document.getElementsByType(TextProperties):
+        attributes = properties.attributes
+        for language, country, tag in _LANGUAGES:
+            target = job.relabeled(attributes.get(language))
+            if target is None:
+                continue
+            attributes[language] = target
+            attributes.pop(country, None)
+            if tag in attributes:
+                attributes[tag] = target
 
 
 def _simple(paragraph) -> bool:
