@@ -137,6 +137,21 @@ def test_nested_and_colliding_spans_stay_well_formed():
     assert out == "x <i></i> y"
 
 
+def test_a_sibling_inside_a_tags_hull_keeps_its_words():
+    # "<a>visible in the</a> <a>selected region</a>" -> "in den ausgewählten Bereich ...
+    # sichtbar": the first tag's hull holds the second's words; it ends before them instead
+    # of pushing the second past them all, onto no word
+    links = [(0, 4), (1, 0), (2, 1), (3, 2), (4, 3)]
+    out = place("visible in the selected region", [Span(0, 14, "<a>", "</a>"),
+                                                   Span(15, 30, "<b>", "</b>")],
+                "in den ausgewählten Bereich sichtbar", links)
+    assert out == "<a>in den</a> <b>ausgewählten Bereich</b> sichtbar"
+    # siblings whose hulls only touch are placed as before
+    out = place("one two", [Span(0, 3, "<a>", "</a>"), Span(4, 7, "<b>", "</b>")], "uno dos",
+                [(0, 0), (1, 1)])
+    assert out == "<a>uno</a> <b>dos</b>"
+
+
 def test_a_tag_whose_words_have_no_link_goes_around_their_strongest_targets():
     # "Open the folder" -> "Den Ordner öffnen": the imperative left unlinked, as an aligner
     # leaves a word it is unsure of, would otherwise be a link around no word

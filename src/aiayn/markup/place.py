@@ -103,27 +103,32 @@ def place(source: str, spans: list[Span], translation: str,
     def covered(span: Span) -> list[int]:
         return [i for i, (s, e) in enumerate(src_words) if s < span.end and e > span.start]
 
-    def hull(span: Span) -> tuple[int, int]:
-        aligned = {j for i in covered(span) for j in targets.get(i, ())}
-        if not aligned:  # a tag over words keeps words: their strongest targets
-            aligned = {j for i in covered(span) for j in second.get(i, ())}
-        if aligned:
-            return min(aligned), max(aligned) + 1
-        at = point(span.start)
-        return at, at
+    def aligned(span: Span) -> set[int]:
+        """The target words aligned to the span's words (else their strongest targets: a tag
+        over words keeps words)."""
+        found = {j for i in covered(span) for j in targets.get(i, ())}
+        return found or {j for i in covered(span) for j in second.get(i, ())}
 
     def arrange(spans: list[Span], lo: int, hi: int) -> list[tuple[Span, int, int, list]]:
-        """Spans placed within target words [lo, hi): nested, in order, never overlapping."""
+        """Spans placed within target words [lo, hi): nested, in order, never overlapping.
+        Each goes around the hull of its aligned words; where the next sibling's hull starts
+        inside it, it ends before that, around its own words there, so that the next one
+        is not pushed past its words (out of them all, when it lies inside)."""
         placed = []
         for order, span in enumerate(spans):
-            a, b = hull(span)
+            own = {j for j in aligned(span) if lo <= j < hi}
+            a, b = (min(own), max(own) + 1) if own else (point(span.start),) * 2
             a = min(max(a, lo), hi)
-            placed.append((a, order, span, min(max(b, a), hi)))
+            placed.append((a, order, span, min(max(b, a), hi), own))
         placed.sort(key=lambda p: (p[0], p[1]))
         out, edge = [], lo
-        for a, _, span, b in placed:
+        for k, (a, _, span, b, own) in enumerate(placed):
             a = max(a, edge)
             b = max(a, b)
+            after = placed[k + 1][0] if k + 1 < len(placed) else hi
+            before = [j for j in own if a <= j < after]
+            if after < b and before:
+                b = max(before) + 1
             out.append((span, a, b, arrange(span.children, a, b)))
             edge = b
         return out
