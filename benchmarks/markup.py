@@ -11,7 +11,9 @@ the reference keeps as they are (names, numbers, identifiers: what code holds in
 and what a translation keeps too); ``--code-anywhere`` wraps any words in it, prose included,
 which <code> then keeps untranslated. Each tag carries a data-t number
 so that it can be found in any output. A tag "agrees" when the target words it wraps are the
-hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing);
+hull of the words eflomal links to the source words it wrapped (both empty counts as agreeing;
+a column gives the share over the tags eflomal projects onto some word, leaving out those it
+gives no place);
 ``--tokenized`` runs eflomal on the words' pieces, marks split off (``alignment.pieces``);
 ``--eflomal-runs N`` trains it N times and gives each agreement's mean and range;
 ``--samplers N`` gives eflomal N samplers instead of its default 3 (eflomal combines its
@@ -168,10 +170,11 @@ def projected_hull(pairs, src_words) -> list[int]:
     return list(range(projected[0], projected[-1] + 1)) if projected else []
 
 
-def agreement(outputs, covered, links, only=None) -> tuple[int, int, int]:
+def agreement(outputs, covered, links, only=None) -> tuple[int, int, int, int, int]:
     """(tags wrapping exactly the projected words, tags sharing a word with them or both
-    empty, tags) over sentences; ``only``: the tag numbers to count."""
-    exact = overlap = total = 0
+    empty, tags, and the first and third counted only over the tags eflomal projects onto
+    some word) over sentences; ``only``: the tag numbers to count."""
+    exact = overlap = total = exact_placed = placed = 0
     for placed_words, tags, pairs in zip(outputs, covered, links):
         for number, src_words in tags.items():
             if only is not None and number not in only:
@@ -181,7 +184,10 @@ def agreement(outputs, covered, links, only=None) -> tuple[int, int, int]:
             mine = placed_words.get(number, [])
             exact += mine == hull
             overlap += bool(set(mine) & set(hull)) or mine == hull
-    return exact, overlap, total
+            if hull:
+                placed += 1
+                exact_placed += mine == hull
+    return exact, overlap, total, exact_placed, placed
 
 
 def main() -> None:
@@ -281,26 +287,30 @@ def main() -> None:
     print(f"tags agree: exactly = they wrap the hull of the words eflomal ({how}{runs_said}) "
           "links to theirs; overlapping = they share a word with it (both empty counts for both)")
     print("| mode | well-formed, tags kept | b and a: exactly | overlapping | b and a around no "
-          "word | code: exactly | overlapping | BLEU, tags stripped | BLEU, "
-          f"{len(no_code)} sentences without code | seconds |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "word | b and a: exactly, of those eflomal places | code: exactly | overlapping | "
+          f"BLEU, tags stripped | BLEU, {len(no_code)} sentences without code | seconds |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, name in enumerate(names):
         rows = parsed[name]
         ok = sum(wf and sorted(tags) == sorted(c) for (_, tags, wf), c in zip(rows, covered))
         other = set(range(number)) - code
         cells = []
         for only in (other, code):
-            shares = []
+            shares, where_placed = [], []
             for run in runs:
                 mine = run[k * len(picked):(k + 1) * len(picked)]
-                exact, overlap, total = agreement([t for _, t, _ in rows], covered, mine, only)
+                exact, overlap, total, exact_placed, placed_by = agreement(
+                    [t for _, t, _ in rows], covered, mine, only)
                 shares.append((100 * exact / max(1, total), 100 * overlap / max(1, total)))
+                where_placed.append((100 * exact_placed / max(1, placed_by), placed_by))
             cells += [f"{_spread([e for e, _ in shares])} of {total}",
                       _spread([o for _, o in shares])]
             if only is other:
                 empty = sum(not tags.get(n) for (_, tags, _), c in zip(rows, covered)
                             for n in c if n in other)
-                cells.append(f"{empty}")
+                low, high = min(n for _, n in where_placed), max(n for _, n in where_placed)
+                of = f"{low}" if low == high else f"{low}-{high}"
+                cells += [f"{empty}", f"{_spread([e for e, _ in where_placed])} of {of}"]
         bleu = sacrebleu.corpus_bleu([t for t, _, _ in rows], [refs]).score
         bleu_plain = sacrebleu.corpus_bleu([rows[i][0] for i in no_code],
                                            [[refs[i] for i in no_code]]).score
