@@ -341,3 +341,19 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
         assert httpx.get(server.url + "/download_file/nothing.txt").status_code == 404
     finally:
         server.stop()
+
+
+def test_a_pair_named_for_a_model_is_the_pair_its_files_carry(tiny_checkpoint):
+    """`aiayn serve de-es=DIR` names the pair of a checkpoint that does not know its own:
+    files then say they are in the target language and are checked against the pair."""
+    from aiayn.documents import translate_document
+    from aiayn.errors import UserError
+    translator = load(tiny_checkpoint, compile=False)
+    page = b'<html lang="de"><body><p>alpha beta</p></body></html>'
+    assert b'<html lang="de">' in translate_document(translator, page, ".html")  # unknown
+    translator.name_pair("de", "es")
+    assert translator.codec.language == "de"  # German sentence rules split its lines
+    assert b'<html lang="es">' in translate_document(translator, page, ".html")
+    french = b'msgid ""\nmsgstr ""\n"Language: fr\\n"\n\nmsgid "alpha"\nmsgstr ""\n'
+    with pytest.raises(UserError, match="names fr as its target language"):
+        translate_document(translator, french, ".po")

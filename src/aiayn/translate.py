@@ -145,6 +145,13 @@ class Translator:
         translator.languages = checkpoints[0].languages
         return translator
 
+    def name_pair(self, source: str, target: str) -> None:
+        """Take the model to translate ``source`` into ``target`` (``aiayn serve
+        en-es=DIR``): the sentence rules of ``source`` split its lines, and the files it
+        translates say they are in ``target`` and are checked against the pair."""
+        self.languages = {"source": source, "target": target}
+        self.codec.language = source
+
     def _pad(self, rows: list[list[int]], fill: int | None = None) -> torch.Tensor:
         fill = self.cfg.pad_id if fill is None else fill
         out = torch.full((len(rows), max(len(r) for r in rows)), fill, dtype=torch.long)

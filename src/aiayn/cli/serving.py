@@ -77,8 +77,9 @@ def _served_models(specs: list[str], int8: bool, compile: bool | None = None):
                 raise UserError(f"--checkpoint {path}: its language pair is unknown; name it "
                                 f"as en-es={path} (or prepare with --src-lang/--tgt-lang)")
             source, target = languages["source"], languages["target"]
-        models.append(Model(source, target, Translator.load(checkpoint, int8=int8,
-                                                                   compile=compile)))
+        translator = Translator.load(checkpoint, int8=int8, compile=compile)
+        translator.name_pair(source, target)  # (the pair the server answers for)
+        models.append(Model(source, target, translator))
     names = [m.name for m in models]
     if len(set(names)) != len(names):
         raise UserError(f"two --checkpoint models serve the same pair ({', '.join(names)})")
