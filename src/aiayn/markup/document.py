@@ -148,8 +148,6 @@ class Document:
             self._items.append(node.end)
 
     def _start_tag(self, element: Element) -> str | _StartTag:
-        if not element.start:  # (an empty XML element: its whole tag is its end, kept)
-            return element.start
         units, values = {}, {}
         for name, value in element.attrs:
             if name.lower() in LANG and value and self.target and _names(value, self.language):

@@ -5,12 +5,13 @@ words, a ``<code>`` kept as written, an ``<img>`` or a comment at a point betwee
 translation is made from the sentence with its tags taken out; each span is then put around the
 target words aligned to the source words it covered (the words' hull), as Bergamot does in
 Firefox. Spans stay nested as in the source: a child is placed inside its parent's target words,
-and siblings that would overlap are moved apart (the later one starts where the earlier ends),
-so the output is always well-formed with exactly the source's tags. A span whose words have no
-aligned target word goes around the target words that attend to them most (``fallback``), so
-that a link or a bold word never ends up around nothing; a span over no word (an image, a
-comment), and one without fallback links, goes to the point after the target words of the
-source word before it.
+and siblings that would overlap are moved apart (where the later one's words lie inside the
+earlier one's hull, the earlier ends before them; otherwise the later one starts where the
+earlier ends), so the output is always well-formed with exactly the source's tags. A span
+whose words have no aligned target word goes around the target words that attend to them most
+(``fallback``), so that a link or a bold word never ends up around nothing; a span over no
+word (an image, a comment), and one without fallback links, goes to the point after the target
+words of the source word before it.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def place(source: str, spans: list[Span], translation: str,
     found = words(translation)
     tgt_words = [translation[s:e] for s, e in found]
     gaps = [translation[e:s] for (_, e), (s, _) in zip(found, found[1:])] + [" "]
+
     def by_source(pairs: Sequence[tuple[int, int]]) -> dict[int, set[int]]:
         found: dict[int, set[int]] = {}
         for i, j in pairs:
