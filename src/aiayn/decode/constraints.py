@@ -116,11 +116,12 @@ def constrained_beam_search(model: Seq2Seq, src: Tensor, constraints: list[list[
         lprobs = _next_log_probs(model, tokens, cache, step, row_lens, 0)  # (N * beam, V)
         totals = (scores.view(-1, 1) + lprobs).view(len(sentences), beam, -1)  # (N, beam, V)
         penalty = length_penalty(step + 1, lenpen, lenpen_form)
+        offered = _offers(totals, [progress[sentence] for sentence in sentences], beam)
         rows, next_tokens, next_scores, keep = [], [], [], []
         new_progress, new_history = [], []
         for group, sentence in enumerate(sentences):
             at_limit = step + 1 >= int(max_lens[sentence])
-            chosen = _allocate(totals[group], progress[sentence], beam, cfg.eos_id, at_limit)
+            chosen = _allocate(offered[group], progress[sentence], cfg.eos_id, at_limit)
             ended = [c for c in chosen[:beam] if c[2] == cfg.eos_id]
             for score, b, _, state in ended:
                 if len(finished[sentence]) < beam or at_limit:
@@ -158,28 +159,44 @@ def constrained_beam_search(model: Seq2Seq, src: Tensor, constraints: list[list[
     return out
 
 
-def _allocate(totals: Tensor, progress: list[Progress], beam: int, eos: int, at_limit: bool
-              ) -> list[tuple[float, int, int, Progress]]:
-    """One sentence's candidates from its rows' totals (beam, V) as (score, row, token,
-    progress), EOS ones included, in the order the beam takes them (dynamic beam allocation)."""
-    width = totals.size(-1)
-    seen: set[tuple[int, int]] = set()
-    found: list[tuple[float, int, int]] = []
+def _offers(totals: Tensor, progress: list[list[Progress]], beam: int
+            ) -> list[list[tuple[float, int, int]]]:
+    """Each sentence's candidates as (score, row, token), in the order they are offered: the
+    best ``2 * beam`` of all its rows' continuations, every row's own best token, then every
+    token that would advance a term, each once and none at -inf. totals (N, beam, V), read
+    from the device in three passes for all sentences together (a pass a sentence made the
+    search's bookkeeping cost as much as the model's steps)."""
+    n, rows, width = totals.shape
+    top_scores, top_index = totals.view(n, -1).topk(min(2 * beam, rows * width))
+    best = totals.argmax(-1)  # (N, beam): every row's own best token
+    best_scores = totals.gather(-1, best[..., None])[..., 0]
+    wanted = [(g, b, t) for g, states in enumerate(progress) for b, state in enumerate(states)
+              for t in state.next_tokens()]
+    wanted_scores = (totals[[w[0] for w in wanted], [w[1] for w in wanted],
+                            [w[2] for w in wanted]].tolist() if wanted else [])
+    offers: list[list[tuple[float, int, int]]] = [[] for _ in range(n)]
+    seen: list[set[tuple[int, int]]] = [set() for _ in range(n)]
 
-    def add(b: int, t: int) -> None:
-        score = float(totals[b, t])
-        if (b, t) not in seen and score > float("-inf"):
-            seen.add((b, t))
-            found.append((score, b, t))
+    def add(g: int, score: float, b: int, t: int) -> None:
+        if (b, t) not in seen[g] and score > float("-inf"):
+            seen[g].add((b, t))
+            offers[g].append((score, b, t))
 
-    _, index = totals.reshape(-1).topk(min(2 * beam, totals.numel()))
-    for i in index.tolist():
-        add(i // width, i % width)
-    for b, t in enumerate(totals.argmax(-1).tolist()):  # every row's own best token
-        add(b, t)
-    for b, state in enumerate(progress):  # every token that advances a term
-        for t in state.next_tokens():
-            add(b, t)
+    for g, (scores, index) in enumerate(zip(top_scores.tolist(), top_index.tolist())):
+        for score, i in zip(scores, index):
+            add(g, score, i // width, i % width)
+    for g, (scores, tokens) in enumerate(zip(best_scores.tolist(), best.tolist())):
+        for b, (score, t) in enumerate(zip(scores, tokens)):
+            add(g, score, b, t)
+    for (g, b, t), score in zip(wanted, wanted_scores):
+        add(g, score, b, t)
+    return offers
+
+
+def _allocate(found: list[tuple[float, int, int]], progress: list[Progress], eos: int,
+              at_limit: bool) -> list[tuple[float, int, int, Progress]]:
+    """One sentence's candidates (``_offers``) as (score, row, token, progress), EOS ones
+    included, in the order the beam takes them (dynamic beam allocation)."""
     candidates = []
     for score, b, t in found:
         state = progress[b]
