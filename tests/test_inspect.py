@@ -10,6 +10,8 @@ from aiayn.cli import main
 from aiayn.config import ModelConfig
 from aiayn.inspect import (
     AttentionMaps,
+    attention_maps,
+    batched_attention_maps,
     grow_diag_final_and,
     model_alignments,
     strongest_targets,
@@ -82,6 +84,32 @@ def test_html_escapes_tokens(maps, tmp_path):
     maps = dataclasses.replace(maps, src_tokens=["</script><b>"] + maps.src_tokens[1:])
     page = write_html(maps, tmp_path / "x.html", source="<i>", target="t").read_text()
     assert "</script><b>" not in page and "&lt;i&gt;" in page
+
+
+def test_batched_maps_equal_each_pairs_own(tiny_checkpoint):
+    """Pairs of different lengths through padded batches (three, at this budget) give the
+    maps each pair's own pass gives, padding sliced off, and an aligner's too."""
+    from aiayn import Transformer
+    from aiayn.model.models import Aligner
+    translator = load(tiny_checkpoint, compile=False)
+    model, tokenizer = translator.model, translator.tokenizer
+    model.aligner = Aligner(model.cfg.d_model).eval()  # (a model trained with one has it)
+    words = "alpha beta gamma delta epsilon zeta eta theta".split()
+    pairs = []
+    for n in (1, 5, 2, 8, 3, 7):
+        source = translator.codec.encode(" ".join(words[:n]))
+        pairs.append((source.ids, translator.codec.encode_target(" ".join(words[-n:]).upper(),
+                                                                 source)))
+    assert isinstance(model, Transformer)
+    batched = batched_attention_maps(model, tokenizer, pairs, batch_tokens=60)
+    for (src, tgt), many in zip(pairs, batched):
+        one = attention_maps(model, tokenizer, src, tgt)
+        assert (one.src_tokens, one.tgt_tokens) == (many.src_tokens, many.tgt_tokens)
+        for kind in ("encoder", "decoder", "cross"):
+            for a, b in zip(getattr(one, kind), getattr(many, kind)):
+                assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
+        assert one.aligner is not None and many.aligner is not None
+        assert torch.allclose(one.aligner, many.aligner, atol=1e-5)
 
 
 def test_alignments_are_valid_word_indices(maps):

@@ -11,6 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -66,6 +67,51 @@ def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> 
         cross=[w[0].float() for w in weights.cross],
         aligner=None if weights.aligner is None else weights.aligner[0].float(),
     )
+
+
+def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[int]]], *,
+                           batch_tokens: int = 8192) -> list[AttentionMaps]:
+    """``attention_maps`` of many (source ids, target ids) pairs, in padded batches of
+    pairs of similar length (at most ``batch_tokens`` padded source and target tokens): a
+    teacher-forced pass a batch instead of one a pair. Padding changes nothing a real
+    position attends to (padded keys are masked, padded queries come after the real ones),
+    so each pair's maps equal its own pass's to float rounding."""
+    cfg = model.cfg
+    out: list[AttentionMaps | None] = [None] * len(pairs)
+    order = sorted(range(len(pairs)), key=lambda k: (len(pairs[k][0]), len(pairs[k][1])))
+    at = 0
+    while at < len(order):
+        batch = [order[at]]
+        while at + len(batch) < len(order):
+            grown = batch + [order[at + len(batch)]]
+            longest = max(len(pairs[k][0]) for k in grown) + max(len(pairs[k][1]) for k in grown)
+            if len(grown) * (longest + 1) > batch_tokens:
+                break
+            batch = grown
+        at += len(batch)
+        srcs = [pairs[k][0] for k in batch]
+        tgts = [[cfg.start_id, *pairs[k][1]] for k in batch]
+        src = torch.full((len(batch), max(map(len, srcs))), cfg.pad_id, dtype=torch.long)
+        tgt_in = torch.full((len(batch), max(map(len, tgts))), cfg.pad_id, dtype=torch.long)
+        for row, (a, b) in enumerate(zip(srcs, tgts)):
+            src[row, :len(a)] = torch.tensor(a)
+            tgt_in[row, :len(b)] = torch.tensor(b)
+        with torch.inference_mode():  # the model's forward pass without its output layer
+            memory, src_mask, encoder = model.encode(src, return_weights=True)
+            x, decoder, cross = model.decoder(model.tgt_embed(tgt_in), memory, src_mask,
+                                              return_weights=True)
+            aligner = None if model.aligner is None else model.aligner(x, memory, src_mask)
+        for row, k in enumerate(batch):
+            s, t = len(srcs[row]), len(tgts[row])
+            out[k] = AttentionMaps(
+                src_tokens=tokenizer.pieces(srcs[row], side="source"),
+                tgt_tokens=tokenizer.pieces([cfg.start_id]) + tokenizer.pieces(pairs[k][1]),
+                encoder=[w[row, :, :s, :s].float() for w in encoder],
+                decoder=[w[row, :, :t, :t].float() for w in decoder],
+                cross=[w[row, :, :t, :s].float() for w in cross],
+                aligner=None if aligner is None else aligner[row, :t, :s].float(),
+            )
+    return cast("list[AttentionMaps]", out)
 
 
 # ------------------------------------------------------------------------ alignments

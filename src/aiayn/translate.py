@@ -13,7 +13,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 import numpy as np
 import torch
@@ -404,22 +404,23 @@ class Translator:
                 for maps, cfg in self._pair_maps(pairs)]
 
     def _pair_maps(self, pairs: list[tuple[str, str]]
-                   ) -> Iterator[tuple[AttentionMaps | None, ModelConfig]]:
+                   ) -> list[tuple[AttentionMaps | None, ModelConfig]]:
         """Each pair's attention maps from the model that aligns (an ensemble's first), with
-        its configuration; None for a pair it cannot read whole."""
-        from .inspect import attention_maps
+        its configuration; None for a pair it cannot read whole. The pairs it can read go
+        through the model in padded batches (``inspect.batched_attention_maps``)."""
+        from .inspect import batched_attention_maps
         model = self.model.models[0] if isinstance(self.model, Ensemble) else self.model
         model = model.model if isinstance(model, CompiledSteps) else model
-        for source, translation in pairs:
+        ids: dict[int, tuple[list[int], list[int]]] = {}
+        for k, (source, translation) in enumerate(pairs):
             if not (source.strip() and translation.strip() and self.codec.fits(source)):
-                yield None, model.cfg
                 continue
             encoded = self.codec.encode(source)
             target = self.codec.encode_target(translation, encoded, limit=10**9)
-            if len(target) > self.cfg.max_len - 1:
-                yield None, model.cfg
-                continue
-            yield attention_maps(model, self.tokenizer, encoded.ids, target), model.cfg
+            if len(target) <= self.cfg.max_len - 1:
+                ids[k] = (encoded.ids, target)
+        maps = dict(zip(ids, batched_attention_maps(model, self.tokenizer, list(ids.values()))))
+        return [(maps.get(k), model.cfg) for k in range(len(pairs))]
 
     def translate_markup(self, documents: Iterable[str], fmt: str = "html",
                          options: DecodeOptions | None = None, *,
@@ -442,13 +443,18 @@ class Translator:
                 self.codec.warn(f"{where}{problem}; translated as well as it can be")
         translations = cast("list[str]", self.translate(
             [s for doc in docs for s in doc.sources], o, glossary=glossary))
-        out, at = [], 0
+        per_doc, at = [], 0
         for doc in docs:
-            mine = translations[at:at + len(doc.sources)]
+            per_doc.append(translations[at:at + len(doc.sources)])
             at += len(doc.sources)
-            found = self.tag_links([(doc.sources[i], mine[i]) for i in doc.aligned])
-            out.append(doc.render(mine, {i: links for i, (links, _) in zip(doc.aligned, found)},
-                                  {i: best for i, (_, best) in zip(doc.aligned, found)}))
+        # every document's sentences with tags aligned together: batches across documents
+        found = iter(self.tag_links([(doc.sources[i], mine[i]) for doc, mine
+                                     in zip(docs, per_doc) for i in doc.aligned]))
+        out = []
+        for doc, mine in zip(docs, per_doc):
+            placing = {i: next(found) for i in doc.aligned}
+            out.append(doc.render(mine, {i: p[0] for i, p in placing.items()},
+                                  {i: p[1] for i, p in placing.items()}))
         return out
 
     def align(self, source: str, translation: str) -> str:
