@@ -459,10 +459,26 @@ class Translator:
 
     def align(self, source: str, translation: str) -> str:
         """Pharaoh 'i-j' word alignments of a translation, from cross-attention."""
-        from .inspect import model_alignments, pharaoh
-        if not source.strip() or not translation.strip():
-            return ""
-        return pharaoh(model_alignments(self.attention(source, translation), self.cfg))
+        return self.align_all([(source, translation)])[0]
+
+    def align_all(self, pairs: list[tuple[str, str]]) -> list[str]:
+        """``align`` of many (source, translation) pairs, their attention read in padded
+        batches (``inspect.batched_attention_maps``); a source longer than the model reads is
+        cut, with a warning, as for ``attention``."""
+        from .inspect import batched_attention_maps, model_alignments, pharaoh
+        if isinstance(self.model, Ensemble):
+            raise UserError("attention maps and alignments come from one model; pass one "
+                            "--checkpoint")
+        model = self.model.model if isinstance(self.model, CompiledSteps) else self.model
+        todo = [k for k, (s, t) in enumerate(pairs) if s.strip() and t.strip()]
+        ids = []
+        for k in todo:
+            encoded = self.codec.encode(pairs[k][0])
+            ids.append((encoded.ids, self.codec.encode_target(pairs[k][1], encoded)))
+        out = [""] * len(pairs)
+        for k, maps in zip(todo, batched_attention_maps(model, self.tokenizer, ids)):
+            out[k] = pharaoh(model_alignments(maps, self.cfg))
+        return out
 
 
 def load(path: str | Path | Checkpoint | list, *, device: str = "cpu", int8: bool = False,

@@ -126,11 +126,14 @@ def translate_command(args: argparse.Namespace) -> None:
         out = translator.translate(mine, options, on_batch=bar.update if bar else None,
                                    prefixes=[prefixes[i] for i in rows] if prefixes else None,
                                    split_sentences=args.split_sentences, glossary=glossary)
+        links = (translator.align_all([(lines[i], cast("str", out[k]))
+                                       for k, i in enumerate(rows)])
+                 if args.alignments and args.nbest == 1 else None)
         for k, i in enumerate(rows):
             if args.nbest == 1:
                 best = cast("str", out[k])
-                if args.alignments:
-                    best = f"{best}\t{translator.align(lines[i], best)}"
+                if links is not None:
+                    best = f"{best}\t{links[k]}"
                 outputs[i] = one_line(best) + "\n"
             else:  # "index<TAB>score<TAB>hypothesis", as in fairseq's n-best lists
                 nbest = cast("list[tuple[str, float]]", out[k])

@@ -61,8 +61,7 @@ async def v1_translate(service: Service, request: Request) -> JSONResponse:
         out.append(entry)
     if values.get("alignments"):
         pairs = [(s, e["text"]) for s, e in zip(sentences, out)]
-        links = await service.run_alone(
-            model, lambda: [model.translator.align(s, t) for s, t in pairs])
+        links = await service.run_alone(model, lambda: model.translator.align_all(pairs))
         for entry, link in zip(out, links):
             entry["alignment"] = link
     return JSONResponse({"model": model.name, "translations": out})
