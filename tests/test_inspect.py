@@ -112,6 +112,17 @@ def test_batched_maps_equal_each_pairs_own(tiny_checkpoint):
         assert torch.allclose(one.aligner, many.aligner, atol=1e-5)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_tags_and_alignments_of_a_model_on_the_gpu(toy_model):
+    """A model on the GPU reads its attention there and its links are made on the CPU: the
+    alignments of the trained toy model are the CPU's, and tags come back well-formed."""
+    pairs = [("alpha beta gamma", "GAMMA BETA ALPHA"), ("delta epsilon zeta", "ZETA EPSILON")]
+    cpu, gpu = load(toy_model, compile=False), load(toy_model, device="cuda")
+    assert gpu.align_all(pairs) == cpu.align_all(pairs)
+    out = gpu.translate_markup(["alpha <b>beta</b> gamma"])[0]
+    assert out.count("<b>") == 1 and out.count("</b>") == 1
+
+
 def test_alignments_are_valid_word_indices(maps):
     links = word_alignments(maps)
     n_src = max(word_starts(maps.src_tokens)) + 1

@@ -53,19 +53,21 @@ class AttentionMaps:
 
 
 def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> AttentionMaps:
-    """Teacher-forced forward pass of src (ids + EOS) and target (ids) with the weights kept."""
+    """Teacher-forced forward pass of src (ids + EOS) and target (ids) with the weights kept
+    (on the CPU, wherever the model runs)."""
     cfg = model.cfg
-    src = torch.tensor([src_ids])
-    tgt_in = torch.tensor([[cfg.start_id, *tgt_ids]])
+    device = next(model.parameters()).device
+    src = torch.tensor([src_ids], device=device)
+    tgt_in = torch.tensor([[cfg.start_id, *tgt_ids]], device=device)
     with torch.inference_mode():
         _, weights = model(src, tgt_in, return_weights=True)
     return AttentionMaps(
         src_tokens=tokenizer.pieces(src_ids, side="source"),
         tgt_tokens=tokenizer.pieces([cfg.start_id]) + tokenizer.pieces(tgt_ids),
-        encoder=[w[0].float() for w in weights.encoder],
-        decoder=[w[0].float() for w in weights.decoder],
-        cross=[w[0].float() for w in weights.cross],
-        aligner=None if weights.aligner is None else weights.aligner[0].float(),
+        encoder=[w[0].float().cpu() for w in weights.encoder],
+        decoder=[w[0].float().cpu() for w in weights.decoder],
+        cross=[w[0].float().cpu() for w in weights.cross],
+        aligner=None if weights.aligner is None else weights.aligner[0].float().cpu(),
     )
 
 
@@ -77,6 +79,7 @@ def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[i
     position attends to (padded keys are masked, padded queries come after the real ones),
     so each pair's maps equal its own pass's to float rounding."""
     cfg = model.cfg
+    device = next(model.parameters()).device
     out: list[AttentionMaps | None] = [None] * len(pairs)
     order = sorted(range(len(pairs)), key=lambda k: (len(pairs[k][0]), len(pairs[k][1])))
     at = 0
@@ -96,20 +99,25 @@ def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[i
         for row, (a, b) in enumerate(zip(srcs, tgts)):
             src[row, :len(a)] = torch.tensor(a)
             tgt_in[row, :len(b)] = torch.tensor(b)
+        src, tgt_in = src.to(device), tgt_in.to(device)
         with torch.inference_mode():  # the model's forward pass without its output layer
             memory, src_mask, encoder = model.encode(src, return_weights=True)
             x, decoder, cross = model.decoder(model.tgt_embed(tgt_in), memory, src_mask,
                                               return_weights=True)
             aligner = None if model.aligner is None else model.aligner(x, memory, src_mask)
+        # (read on the CPU, where links are made)
+        encoder, decoder, cross = ([w.float().cpu() for w in ws] for ws in (encoder, decoder,
+                                                                          cross))
+        aligner = None if aligner is None else aligner.float().cpu()
         for row, k in enumerate(batch):
             s, t = len(srcs[row]), len(tgts[row])
             out[k] = AttentionMaps(
                 src_tokens=tokenizer.pieces(srcs[row], side="source"),
                 tgt_tokens=tokenizer.pieces([cfg.start_id]) + tokenizer.pieces(pairs[k][1]),
-                encoder=[w[row, :, :s, :s].float() for w in encoder],
-                decoder=[w[row, :, :t, :t].float() for w in decoder],
-                cross=[w[row, :, :t, :s].float() for w in cross],
-                aligner=None if aligner is None else aligner[row, :t, :s].float(),
+                encoder=[w[row, :, :s, :s] for w in encoder],
+                decoder=[w[row, :, :t, :t] for w in decoder],
+                cross=[w[row, :, :t, :s] for w in cross],
+                aligner=None if aligner is None else aligner[row, :t, :s],
             )
     return cast("list[AttentionMaps]", out)
 
