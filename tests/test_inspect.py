@@ -88,7 +88,8 @@ def test_html_escapes_tokens(maps, tmp_path):
 
 def test_batched_maps_equal_each_pairs_own(tiny_checkpoint):
     """Pairs of different lengths through padded batches (three, at this budget) give the
-    maps each pair's own pass gives, padding sliced off, and an aligner's too."""
+    weights the model's own forward pass of each pair alone gives, padding sliced off, and
+    an aligner's too."""
     from aiayn import Transformer
     from aiayn.model.models import Aligner
     translator = load(tiny_checkpoint, compile=False)
@@ -103,13 +104,18 @@ def test_batched_maps_equal_each_pairs_own(tiny_checkpoint):
     assert isinstance(model, Transformer)
     batched = batched_attention_maps(model, tokenizer, pairs, batch_tokens=60)
     for (src, tgt), many in zip(pairs, batched):
-        one = attention_maps(model, tokenizer, src, tgt)
-        assert (one.src_tokens, one.tgt_tokens) == (many.src_tokens, many.tgt_tokens)
+        with torch.inference_mode():
+            _, own = model(torch.tensor([src]), torch.tensor([[model.cfg.start_id, *tgt]]),
+                           return_weights=True)
+        assert len(many.src_tokens) == len(src) and len(many.tgt_tokens) == len(tgt) + 1
         for kind in ("encoder", "decoder", "cross"):
-            for a, b in zip(getattr(one, kind), getattr(many, kind)):
-                assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
-        assert one.aligner is not None and many.aligner is not None
-        assert torch.allclose(one.aligner, many.aligner, atol=1e-5)
+            for a, b in zip(getattr(own, kind), getattr(many, kind)):
+                assert a[0].shape == b.shape and torch.allclose(a[0], b, atol=1e-5)
+        assert own.aligner is not None and many.aligner is not None
+        assert torch.allclose(own.aligner[0], many.aligner, atol=1e-5)
+    one = attention_maps(model, tokenizer, *pairs[3])  # one pair: a batch of one
+    assert torch.equal(one.cross[0], batched_attention_maps(model, tokenizer, pairs[3:4])[0]
+                       .cross[0])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

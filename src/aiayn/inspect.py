@@ -55,20 +55,7 @@ class AttentionMaps:
 def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> AttentionMaps:
     """Teacher-forced forward pass of src (ids + EOS) and target (ids) with the weights kept
     (on the CPU, wherever the model runs)."""
-    cfg = model.cfg
-    device = next(model.parameters()).device
-    src = torch.tensor([src_ids], device=device)
-    tgt_in = torch.tensor([[cfg.start_id, *tgt_ids]], device=device)
-    with torch.inference_mode():
-        _, weights = model(src, tgt_in, return_weights=True)
-    return AttentionMaps(
-        src_tokens=tokenizer.pieces(src_ids, side="source"),
-        tgt_tokens=tokenizer.pieces([cfg.start_id]) + tokenizer.pieces(tgt_ids),
-        encoder=[w[0].float().cpu() for w in weights.encoder],
-        decoder=[w[0].float().cpu() for w in weights.decoder],
-        cross=[w[0].float().cpu() for w in weights.cross],
-        aligner=None if weights.aligner is None else weights.aligner[0].float().cpu(),
-    )
+    return batched_attention_maps(model, tokenizer, [(src_ids, tgt_ids)])[0]
 
 
 def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[int]]], *,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, cast
 
+from ..detect import primary_subtag
 from ..errors import UserError
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ class Job:
         if not pair:
             return
         for side, named in (("source", source), ("target", target)):
-            if named and _primary(named) and _primary(named) != _primary(pair[side]):
+            code = primary_subtag(named or "")
+            if code and code != primary_subtag(pair[side]):
                 raise UserError(f"{what} names {named} as its {side} language; this model "
                                 f"translates {pair['source']} to {pair['target']}; give a "
                                 f"model of the file's pair")
@@ -61,14 +63,9 @@ class Job:
         where the model's pair is unknown. A translated file says it is in the target
         language, so that spell checkers and screen readers take it as such."""
         pair = self.translator.languages
-        if not (pair and named and _primary(named) == _primary(pair["source"])):
+        if not (pair and named and primary_subtag(named) == primary_subtag(pair["source"])):
             return None
         return pair["target"]
-
-
-def _primary(code: str) -> str:
-    """A language code's primary subtag: pt_BR, pt-BR -> pt."""
-    return code.strip().replace("_", "-").split("-")[0].lower()
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:

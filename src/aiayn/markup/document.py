@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from sentencex import segment
 
+from ..detect import primary_subtag
 from .parse import Element, Node, Other, Text, parse_html, parse_xml, raw
 from .place import Span, place, proportional_links, words
 
@@ -150,7 +151,8 @@ class Document:
     def _start_tag(self, element: Element) -> str | _StartTag:
         units, values = {}, {}
         for name, value in element.attrs:
-            if name.lower() in LANG and value and self.target and _names(value, self.language):
+            if (name in LANG and value and self.target
+                    and primary_subtag(value) == primary_subtag(self.language)):
                 values[name] = self.target
             elif name in ATTRIBUTES and value and value.strip() and not self.xml:
                 units[name] = len(self._units)
@@ -297,11 +299,6 @@ class Document:
                                        fallback=fallback.get(i, [])))
                 out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
         return "".join(out)
-
-
-def _names(value: str, language: str) -> bool:
-    """Whether a ``lang`` value (a BCP 47 tag: ``en``, ``en-US``, ``en_GB``) is ``language``."""
-    return re.split(r"[-_]", value.strip(), maxsplit=1)[0].lower() == language.lower()
 
 
 def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
