@@ -51,12 +51,6 @@ class LanguageDetector:
                 if c.language in self.languages]
 
 
-def primary_subtag(code: str) -> str:
-    """A language code's primary subtag, as models, files and pages name languages alike:
-    pt_BR, pt-BR, PT -> pt."""
-    return code.strip().replace("_", "-").split("-")[0].lower()
-
-
 def language_words(text: str) -> str:
     """What of ``text`` lingua reads: the text without its placeholders and markup
     (``placeholders.find``) and, unless it is all in capitals, without its acronyms; the

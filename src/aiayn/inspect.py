@@ -101,10 +101,10 @@ def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[i
             out[k] = AttentionMaps(
                 src_tokens=tokenizer.pieces(srcs[row], side="source"),
                 tgt_tokens=tokenizer.pieces([cfg.start_id]) + tokenizer.pieces(pairs[k][1]),
-                encoder=[w[row, :, :s, :s] for w in encoder],
-                decoder=[w[row, :, :t, :t] for w in decoder],
-                cross=[w[row, :, :t, :s] for w in cross],
-                aligner=None if aligner is None else aligner[row, :t, :s],
+                encoder=[w[row, :, :s, :s] for w in encoder],  # (H, S, S) per layer
+                decoder=[w[row, :, :t, :t] for w in decoder],  # (H, T, T)
+                cross=[w[row, :, :t, :s] for w in cross],  # (H, T, S)
+                aligner=None if aligner is None else aligner[row, :t, :s],  # (T, S)
             )
     return cast("list[AttentionMaps]", out)
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, cast
 
-from ..detect import primary_subtag
 from ..errors import UserError
+from ..markup import primary_subtag
 
 if TYPE_CHECKING:
     from ..decode.options import DecodeOptions

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from sentencex import segment
 
-from ..detect import primary_subtag
 from .parse import Element, Node, Other, Text, parse_html, parse_xml, raw
 from .place import Span, place, proportional_links, words
 
@@ -299,6 +298,12 @@ class Document:
                                        fallback=fallback.get(i, [])))
                 out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
         return "".join(out)
+
+
+def primary_subtag(code: str) -> str:
+    """A language code's primary subtag, as models, files and pages name languages alike
+    (``lang="en-US"``, ``Language: pt_BR``): pt_BR, pt-BR, PT -> pt."""
+    return code.strip().replace("_", "-").split("-")[0].lower()
 
 
 def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
