@@ -46,6 +46,8 @@ class Glossary:
     def read(cls, path: str | Path) -> "Glossary":
         """A glossary file (UTF-8, source<TAB>target lines); one line names any mistake."""
         p = Path(path)
+        if p.is_dir():
+            raise UserError(f"--glossary {p}: is a directory; give a file")
         if not p.is_file():
             raise UserError(f"--glossary {p}: no such file")
         try:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from pathlib import Path
 
 from ..errors import UserError
-from .common import add_compile_flag, log
+from .common import add_compile_flag, input_file, log, read_text
 
 
 def add_serve(sub) -> None:
@@ -111,10 +110,9 @@ def serve_command(args: argparse.Namespace) -> None:
     from ..serve.app import Settings, create_app
     keys = None
     if args.api_keys:
-        path = Path(args.api_keys)
-        if not path.is_file():
-            raise UserError(f"--api-keys {path}: no such file")
-        keys = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+        path = input_file(args.api_keys, "--api-keys")
+        keys = frozenset(line.strip() for line in read_text(str(path)).splitlines()
+                         if line.strip())
         if not keys:
             raise UserError(f"--api-keys {path}: the file holds no key")
     for flag in ("char_limit", "batch_limit", "max_body_bytes", "batch_tokens", "queue_size",

@@ -11,7 +11,7 @@ import yaml
 
 from ..errors import UserError
 from ..outputs import output_directory, output_file
-from .common import log
+from .common import input_file, log, read_text
 
 
 def add_train(sub) -> None:
@@ -44,11 +44,10 @@ def _train_config(args: argparse.Namespace):
     from ..train.recipe import TrainConfig
     values: dict = {}
     if args.config:
-        path = Path(args.config)
-        if not path.is_file():
-            raise UserError(f"--config {path}: no such file")
+        path = input_file(args.config, "--config")
+        text = read_text(str(path))
         TrainConfig.from_yaml(path)  # names a bad key or value in the file itself
-        values = yaml.safe_load(path.read_text()) or {}
+        values = yaml.safe_load(text) or {}
     for f in dataclasses.fields(TrainConfig):
         value = getattr(args, f.name, None) if f.metadata["flag"] else None
         if value is not None:

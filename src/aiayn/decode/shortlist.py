@@ -86,6 +86,9 @@ class Shortlist:
         vocabulary."""
         from safetensors import safe_open
         p = Path(path)
+        if p.is_dir():
+            raise UserError(f"--shortlist {p}: is a directory; give the file "
+                            "`aiayn shortlist` wrote")
         if not p.is_file():
             raise UserError(f"--shortlist {p}: no such file; build one with `aiayn shortlist`")
         try:

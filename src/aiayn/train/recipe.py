@@ -179,7 +179,9 @@ class TrainConfig:
     @classmethod
     def from_yaml(cls, path: str | Path) -> "TrainConfig":
         try:
-            values = yaml.safe_load(Path(path).read_text()) or {}
+            values = yaml.safe_load(Path(path).read_bytes().decode("utf-8")) or {}
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text; convert it to UTF-8") from None
         except yaml.YAMLError as err:
             raise ConfigError(f"{path}: not valid YAML ({err})".replace("\n", " ")) from None
         if not isinstance(values, dict):
