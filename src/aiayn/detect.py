@@ -1,9 +1,10 @@
 """Which language a text is in, among the languages the loaded models read.
 
 lingua (``lingua-language-detector``, the detector LibreTranslate uses) scores the text for a
-fixed set of candidates, here the served models' source languages only: a detector asked to
-choose among two languages is more accurate than one asked among seventy, and a language no
-model reads is no use as an answer. A single candidate is the answer with full confidence.
+fixed set of candidates, here the served models' languages only (for ``source: auto``, those
+that models translate into the target): a detector asked to choose among two languages is
+more accurate than one asked among seventy, and a language no model knows is no use as an
+answer. A single candidate is the answer with full confidence.
 Placeholders and markup (``aiayn.placeholders``: ``%s``, ``{0}``, ``<b>``, ``&amp;``) are taken
 out of the text first: they belong to no language, and in short software strings they
 outweighed the words. So are acronyms and names in capitals (``HTML``, ``GNOME``, ``PAL``),

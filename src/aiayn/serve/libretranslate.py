@@ -178,7 +178,10 @@ async def detect(service: Service, request: Request) -> JSONResponse:
     if not isinstance(q, str):
         raise ApiError(400, "Invalid request: q must be a string")
     service.check_chars(len(q))
-    found = service.detector([m.source for m in service.models.values()]).detect(q)
+    # every language the server reads or writes, as LibreTranslate detects among all its
+    # languages: text already in a target language is said to be in it
+    languages = {code for m in service.models.values() for code in (m.source, m.target)}
+    found = service.detector(sorted(languages)).detect(q)
     return JSONResponse([{"confidence": c, "language": code} for code, c in found])
 
 
