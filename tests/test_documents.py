@@ -2,11 +2,13 @@
 LibreTranslate's /translate_file with a real client; every bad file is one line and writes
 nothing."""
 
+import codecs
 import io
 
 import pytest
 
 from aiayn.cli import main
+from aiayn.errors import UserError
 from aiayn.translate import load
 from tests.conftest import toy_pairs
 from tests.test_cli import fails
@@ -43,6 +45,61 @@ def test_subtitles_keep_numbers_timings_and_line_counts(toy_model, translator, t
     assert " ".join(first[2:]) == translator.translate([f"{SENTENCES[3]} {SENTENCES[4]}"])[0]
     assert out[1].strip() == f"2\n00:00:03,000 --> 00:00:04,000\n" \
                              f"{translator.translate([SENTENCES[5]])[0]}"
+
+
+@pytest.mark.parametrize("encoding,mark", [
+    ("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-be", codecs.BOM_UTF16_BE),
+    ("utf-32-le", codecs.BOM_UTF32_LE), ("utf-8", codecs.BOM_UTF8)])
+def test_a_file_is_written_back_in_its_own_encoding_and_line_ends(toy_model, translator,
+                                                                 tmp_path, encoding, mark):
+    """Windows tools save "Unicode" subtitles as UTF-16 with a byte order mark and CRLF."""
+    text = (f"1\r\n00:00:01,000 --> 00:00:02,500\r\n{SENTENCES[3]}\r\n\r\n"
+            f"2\r\n00:00:03,000 --> 00:00:04,000\r\n{SENTENCES[5]}\r\n")
+    path = tmp_path / "in.srt"
+    path.write_bytes(mark + text.encode(encoding))
+    out = run(toy_model, path, tmp_path / "out.srt")
+    assert out.startswith(mark)
+    a, b = translator.translate([SENTENCES[3], SENTENCES[5]])
+    assert out[len(mark):].decode(encoding) == (
+        f"1\r\n00:00:01,000 --> 00:00:02,500\r\n{a}\r\n\r\n"
+        f"2\r\n00:00:03,000 --> 00:00:04,000\r\n{b}\r\n")
+    path = tmp_path / "in.txt"
+    path.write_bytes(mark + f"{SENTENCES[0]}\n".encode(encoding))
+    assert run(toy_model, path, tmp_path / "out.txt") == \
+        mark + f"{translator.translate([SENTENCES[0]])[0]}\n".encode(encoding)
+
+
+def test_markup_and_catalogs_in_the_encoding_they_declare(toy_model, translator, tmp_path):
+    """A page or catalog that says it is in Latin-1 is read and written in it; a page's
+    characters that its encoding lacks become character references."""
+    page = (f'<html><head><meta charset="ISO-8859-1"></head><body><p title="caf\xe9">'
+            f'{SENTENCES[1]}</p><p translate="no">na\xefve \u201cquoted\u201d</p></body></html>')
+    path = tmp_path / "in.html"
+    path.write_bytes(page.encode("cp1252"))  # browsers read ISO-8859-1 as windows-1252
+    out = run(toy_model, path, tmp_path / "out.html")
+    expected = translator.translate_markup([page], "html")[0].encode("cp1252")
+    assert out == expected and b"na\xefve \x93quoted\x94" in out
+    xml = f'<?xml version="1.0" encoding="ISO-8859-1"?>\n<doc><p>{SENTENCES[2]}</p>' \
+          '<p translate="no">\xe9t\xe9</p></doc>'
+    path = tmp_path / "in.xml"
+    path.write_bytes(xml.encode("latin-1"))
+    out = run(toy_model, path, tmp_path / "out.xml")
+    assert out == translator.translate_markup([xml], "xml")[0].encode("latin-1")
+    from aiayn.documents.charset import Charset
+    assert Charset("iso8859-1", markup=True).write("\u0151 \xe9") == b"&#337; \xe9"
+    with pytest.raises(UserError, match="holds '\u0151'.*cannot hold; convert the file to UTF-8"):
+        Charset("iso8859-1").write("\u0151")
+    import polib
+    po = polib.POFile(encoding="iso-8859-1")
+    po.metadata = {"Content-Type": "text/plain; charset=ISO-8859-1"}
+    po.append(polib.POEntry(msgid=SENTENCES[0], msgstr=""))
+    po.append(polib.POEntry(msgid=SENTENCES[1], msgstr="d\xe9j\xe0 traduit"))
+    path = tmp_path / "in.po"
+    po.save(str(path))
+    assert b"d\xe9j\xe0" in path.read_bytes()  # written in Latin-1
+    out = polib.pofile(run(toy_model, path, tmp_path / "out.po").decode("latin-1"))
+    assert out.find(SENTENCES[0]).msgstr == translator.translate([SENTENCES[0]])[0]
+    assert out.find(SENTENCES[1]).msgstr == "d\xe9j\xe0 traduit"
 
 
 def catalog(tmp_path):
@@ -251,7 +308,12 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
     ("in.po", b'msgid "a"\nmsgstr ""\n"broken\n', "line 3 has a string without its closing"),
     ("in.srt", b"1\nno timing here\ntext\n", "cue 1 has no"),
     ("in.txt", b"   \n", "the file is empty"),
-    ("in.txt", b"\xff\xfe bad", "line 1 is not valid UTF-8"),
+    ("in.txt", b"fine\n\xff bad", "line 2 is not valid UTF-8"),
+    ("in.srt", "1\n00:00:01,000 --> 00:00:02,000\nalpha\n\n2\nb\u00e9ta".encode("utf-16-le"),
+     "is not valid UTF-8"),  # UTF-16 without its mark is not taken for it
+    ("in.html", b'<meta charset="klingon"><p>alpha</p>', "says it is in klingon, an encoding"),
+    ("in.html", b'<meta charset="latin1"><p>\xe9</p>\n<p>\xff\xfe</p>\n<p>\x81</p>',
+     "line 3 is not valid cp1252"),  # browsers read Latin-1 as windows-1252
     ("in.xlf", b"<xliff><broken", "not an XLIFF file"),
     ("in.odt", b"PK\x03\x04 no", "not an OpenDocument text"),
 ])

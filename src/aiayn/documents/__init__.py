@@ -125,11 +125,3 @@ def stretches(translated: str) -> list[tuple[str, int | None]]:
             out.append((node.text(), int(number) if number is not None else None))
     return out
 
-
-def decode_utf8(data: bytes, what: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise UserError(f"{what}: line {line} is not valid UTF-8; convert the file to "
-                        "UTF-8") from None

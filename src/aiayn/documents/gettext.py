@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 
 from ..errors import UserError, require
-from . import Job, decode_utf8
+from . import Job, charset
 
 
 def translate_po(data: bytes, job: Job) -> bytes:
     polib = require("polib", "gettext catalogs", "documents")
-    text = decode_utf8(data, "gettext catalog")
+    text, encoding = charset.read(data, "gettext catalog", "gettext")
     _check_strings(text)
     try:
         catalog = polib.pofile(text, wrapwidth=78)
@@ -49,7 +49,7 @@ def translate_po(data: bytes, job: Job) -> bytes:
     languages = job.translator.languages
     if languages and not catalog.metadata.get("Language"):
         catalog.metadata["Language"] = languages["target"]
-    return str(catalog).encode("utf-8")
+    return encoding.write(str(catalog))
 
 
 # a line that holds a string: a keyword (msgid, msgstr[1], ...) or a continuation, also in

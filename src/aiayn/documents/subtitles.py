@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 
 from ..errors import UserError
-from . import Job, decode_utf8
+from . import Job, charset
 
 _TIMING = re.compile(r"^\d+:\d\d:\d\d[,.]\d+\s*-->\s*\d+:\d\d:\d\d[,.]\d+")
 
 
 def translate_srt(data: bytes, job: Job) -> bytes:
-    text = decode_utf8(data, "SubRip file").replace("\r\n", "\n")
+    text, encoding = charset.read(data, "SubRip file")
+    newline = "\r\n" if "\r\n" in text else "\n"  # Windows' line ends stay
+    text = text.replace("\r\n", "\n")
     blocks = [b for b in re.split(r"\n\s*\n", text.strip("\n")) if b.strip()]
     cues = []
     for number, block in enumerate(blocks, 1):
@@ -27,7 +29,7 @@ def translate_srt(data: bytes, job: Job) -> bytes:
     for (head, body), translation in zip(cues, out):
         written.append("\n".join(head + wrap(translation, max(1, sum(
             1 for t in body if t.strip())))))
-    return ("\n\n".join(written) + "\n").encode("utf-8")
+    return encoding.write(("\n\n".join(written) + "\n").replace("\n", newline))
 
 
 def wrap(text: str, lines: int) -> list[str]:
