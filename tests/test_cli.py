@@ -190,3 +190,21 @@ def test_a_yes_or_no_setting_is_a_flag_and_its_negation():
     assert _train_config(parser.parse_args(base + ["--compile"])).compile is True
     assert _train_config(parser.parse_args(base + ["--no-compile"])).compile is False
     assert _train_config(parser.parse_args(base)).compile is False
+
+
+def test_input_with_a_byte_order_mark_reads_as_its_encoding(tiny_checkpoint, tmp_path, capsys):
+    """A file saved as "Unicode" (UTF-16 with its mark) or UTF-8 with one translates as the
+    same lines in plain UTF-8 do, the mark not read as a character."""
+    import codecs
+    lines = "alpha beta\ngamma delta\n"
+    plain = tmp_path / "plain.txt"
+    plain.write_text(lines, encoding="utf-8")
+    assert main(["translate", "--checkpoint", str(tiny_checkpoint), "--no-compile",
+                 "-i", str(plain)]) == 0
+    expected = capsys.readouterr().out
+    for mark, encoding in ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF8, "utf-8")):
+        marked = tmp_path / f"{encoding}.txt"
+        marked.write_bytes(mark + lines.encode(encoding))
+        assert main(["translate", "--checkpoint", str(tiny_checkpoint), "--no-compile",
+                     "-i", str(marked)]) == 0
+        assert capsys.readouterr().out == expected

@@ -1,9 +1,11 @@
 """Inline markup: documents written back byte for byte, tags carried onto translations through
 word alignments, always well-formed with exactly the source's tags."""
 
+import io
 import random
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -267,3 +269,17 @@ def test_translate_format_html_on_the_command_line(toy_model, tmp_path, capsys):
                    "--nbest", "2", "-i", str(page)], "--nbest works on text, not --format html")
     fails(capsys, ["translate", "--checkpoint", str(toy_model), "--format", "xml",
                    "-i", str(tmp_path / "missing.xml")], "missing.xml: no such file")
+    # a page in the encoding it declares comes back in it, on a file and on stdout
+    latin = ('<html><head><meta charset="iso-8859-1"></head><body><p>alpha beta</p>'
+             '<p translate="no">caf\xe9 \u201cquoted\u201d</p></body></html>')
+    page.write_bytes(latin.encode("cp1252"))
+    assert main(["translate", "--checkpoint", str(toy_model), "--format", "html", "--no-compile",
+                 "-i", str(page), "-o", str(out)]) == 0
+    expected = load(toy_model, compile=False).translate_markup([latin])[0].encode("cp1252")
+    assert out.read_bytes() == expected
+    capsys.readouterr()
+    stdout = io.TextIOWrapper(io.BytesIO())
+    with mock.patch("sys.stdout", stdout):
+        assert main(["translate", "--checkpoint", str(toy_model), "--format", "html",
+                     "--no-compile", "-i", str(page)]) == 0
+    assert stdout.buffer.getvalue() == expected  # type: ignore[attr-defined]

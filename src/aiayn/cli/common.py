@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..documents.charset import Charset
 
 
 def log(message: str) -> None:
@@ -67,30 +71,26 @@ def input_file(path: str | Path, flag: str = "") -> Path:
 
 
 def read_lines(path: str | None) -> list[str]:
-    """The lines of a UTF-8 file (stdin when None), as ``corpus.split_lines`` splits them:
-    every input line gets one output line."""
+    """The lines of a file (stdin when None), as ``corpus.split_lines`` splits them: every
+    input line gets one output line."""
     from ..data.corpus import split_lines
-    if path is None:
-        return split_lines(sys.stdin.read())
-    p = input_file(path)
-    try:
-        return split_lines(p.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as err:
-        line = p.read_bytes()[:err.start].count(b"\n") + 1
-        raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
+    return split_lines(read_text(path))
 
 
 def read_text(path: str | None) -> str:
-    """A UTF-8 file whole (stdin when None)."""
+    """A file whole (stdin when None): UTF-8, or UTF-16 or UTF-32 by its byte order mark."""
+    return read_document(path)[0]
+
+
+def read_document(path: str | None, kind: str = "text") -> tuple[str, Charset | None]:
+    """A file whole and the encoding to write its translation in (``documents.charset``: by
+    its byte order mark, or what an HTML or XML ``kind`` of file declares, else UTF-8);
+    stdin (None) as it comes, with none."""
     if path is None:
-        return sys.stdin.read()
+        return sys.stdin.read(), None
+    from ..documents import charset
     p = input_file(path)
-    data = p.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise UserError(f"{p}: line {line} is not valid UTF-8; convert the file to UTF-8") from None
+    return charset.read(p.read_bytes(), str(p), kind)
 
 
 def one_line(text: str) -> str:
@@ -98,13 +98,22 @@ def one_line(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
-def write_output(text: str, path: str | None) -> None:
+def write_output(text: str, path: str | None, encoding: Charset | None = None) -> None:
     """A command's output: to ``path`` (checked beforehand by ``outputs.output_file``), or to
-    stdout when None."""
+    stdout when None; in UTF-8, or in ``encoding`` (a document's own)."""
+    if encoding is None:
+        if path:
+            Path(path).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+        return
+    data = encoding.write(text)
     if path:
-        Path(path).write_text(text, encoding="utf-8")
+        Path(path).write_bytes(data)
     else:
-        sys.stdout.write(text)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
 
 
 def add_compile_flag(p: argparse.ArgumentParser) -> None:

@@ -19,8 +19,8 @@ from .common import (
     decode_options,
     input_file,
     one_line,
+    read_document,
     read_lines,
-    read_text,
     write_output,
 )
 
@@ -102,10 +102,10 @@ def translate_command(args: argparse.Namespace) -> None:
         for translator in translators.values():
             translator.use_shortlist(args.shortlist)
     if args.format != "text":
-        document = read_text(args.input)
+        document, encoding = read_document(args.input, args.format)
         translator = _pick(translators, args.source, [document])[0]
         write_output(translator.translate_markup([document], args.format, options,
-                                                 glossary=glossary)[0], args.output)
+                                                 glossary=glossary)[0], args.output, encoding)
         return
     lines = read_lines(args.input)
     prefixes = None
