@@ -65,6 +65,17 @@ def test_prepare_reports_invalid_utf8_with_file_and_line(tmp_path, capsys):
           "a.es: line 2 is not valid UTF-8")
 
 
+def test_prepare_drops_a_utf8_mark_and_names_a_utf16_file(tmp_path, capsys):
+    from aiayn.data.prepare import _lines
+    (tmp_path / "a.en").write_bytes("\ufeffone\ntwo\n".encode("utf-8"))
+    assert list(_lines(tmp_path / "a.en")) == ["one", "two"]
+    (tmp_path / "a.es").write_bytes("\ufeffuno\ndos\n".encode("utf-16-le"))
+    fails(capsys, ["prepare", "--train-src", str(tmp_path / "a.en"), "--train-tgt",
+                   str(tmp_path / "a.es"), "--out", str(tmp_path / "d")],
+          "a.es: the file is UTF-16 (its byte order mark says so); convert it to UTF-8")
+    assert not (tmp_path / "d").exists()
+
+
 def test_prepare_reports_an_empty_file(tmp_path, capsys):
     (tmp_path / "a.en").write_text("")
     (tmp_path / "a.es").write_text("uno\n")

@@ -17,6 +17,7 @@ is built beside the target and renamed into place when complete.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import os
@@ -120,6 +121,8 @@ def _lines(path: Path) -> Iterator[str]:
     with _open_text(path) as handle:
         try:
             for number, raw in enumerate(handle, 1):
+                if number == 1:
+                    raw = _unmarked(path, raw)
                 try:
                     yield raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as err:
@@ -127,6 +130,19 @@ def _lines(path: Path) -> Iterator[str]:
                                     f"(byte {err.start}); convert the file to UTF-8") from None
         except (OSError, EOFError) as err:  # a corrupt .gz
             raise UserError(f"{path}: cannot be read ({err})") from None
+
+
+def _unmarked(path: Path, first: bytes) -> bytes:
+    """A file's first line without a UTF-8 byte order mark; a UTF-16 or UTF-32 file (read a
+    line at a time, it would split inside characters) is an error saying what to do."""
+    if first.startswith(codecs.BOM_UTF8):
+        return first[len(codecs.BOM_UTF8):]
+    for mark, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                       (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+        if first.startswith(mark):
+            raise UserError(f"{path}: the file is {name} (its byte order mark says so); "
+                            f"convert it to UTF-8 (iconv -f {name} -t UTF-8)")
+    return first
 
 
 def read_pairs(source: TextPair) -> Iterator[tuple[str, str]]:
