@@ -171,6 +171,10 @@ def test_bad_requests_leave_the_server_healthy(server, reference):
 def test_settings_health_metrics_and_native_api(server, reference):
     code, settings = server.get("/frontend/settings")
     assert code == 200 and settings["charLimit"] == 2000 and settings["keyRequired"] is False
+    code, answer = server.post("/suggest", {"q": "alpha", "s": "ALFA", "source": "en",
+                                            "target": "es"})
+    assert settings["suggestions"] is False and code == 403  # as LibreTranslate without them
+    assert answer == {"error": "Suggestions are disabled on this server."}
     code, answer = server.post("/v1/translate", {"sentences": SENTENCES[:3], "source": "en",
                                                  "target": "es", "nbest": 2,
                                                  "alignments": True})

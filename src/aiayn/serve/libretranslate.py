@@ -1,7 +1,8 @@
 """LibreTranslate's API, so that its clients work unchanged: ``POST /translate``,
 ``POST /translate_file`` (and ``GET /download_file/NAME``), ``GET /languages``,
-``GET /frontend/settings``, ``GET /health`` and ``POST /detect``, with its
-field names, status codes and ``{"error": ...}`` answers."""
+``GET /frontend/settings``, ``GET /health``, ``POST /detect`` and ``POST /suggest`` (refused,
+as LibreTranslate refuses it where suggestions are off), with its field names, status codes
+and ``{"error": ...}`` answers."""
 
 from __future__ import annotations
 
@@ -185,7 +186,14 @@ async def detect(service: Service, request: Request) -> JSONResponse:
     return JSONResponse([{"confidence": c, "language": code} for code, c in found])
 
 
+async def suggest(service: Service, request: Request) -> JSONResponse:
+    """Suggestions (a user's better translation, kept for retraining) are not taken, as
+    ``/frontend/settings`` says (``"suggestions": false``)."""
+    raise ApiError(403, "Suggestions are disabled on this server.")
+
+
 ROUTES = [("/translate", translate, ["POST"]), ("/languages", languages, ["GET"]),
           ("/frontend/settings", frontend_settings, ["GET"]), ("/health", health, ["GET"]),
-          ("/detect", detect, ["POST"]), ("/translate_file", translate_file, ["POST"]),
+          ("/detect", detect, ["POST"]), ("/suggest", suggest, ["POST"]),
+          ("/translate_file", translate_file, ["POST"]),
           ("/download_file/{name}", download_file, ["GET"])]
