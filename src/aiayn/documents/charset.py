@@ -75,9 +75,12 @@ def read(data: bytes, what: str, kind: str = "text") -> tuple[str, Charset]:
 def _declared(data: bytes, what: str, kind: str) -> str | None:
     """The encoding the file says it is in, as Python names it; None where it says none."""
     head = data[:1024]
-    found = (_XML.match(head) or (_META.search(head) if kind == "html" else None)
-             if kind in ("html", "xml") else
-             _GETTEXT.search(data[:4096]) if kind == "gettext" else None)
+    if kind in ("html", "xml"):
+        found = _XML.match(head) or (_META.search(head) if kind == "html" else None)
+    elif kind == "gettext":
+        found = _GETTEXT.search(data[:4096])  # the header entry comes first
+    else:
+        return None
     if found is None:
         return None
     name = found.group(1).decode("ascii")
