@@ -34,27 +34,33 @@ def read(path: str) -> list[str]:
 
 
 def word_map(weights: torch.Tensor, src_words: list[int], tgt_words: list[int]
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(target words, source words): a target word's rows averaged, a source word's columns
-    summed; and each target word's weight on the source's EOS (its empty word)."""
+    summed; each target word's weight on the source's EOS (its empty word); and each source
+    word's largest weight from any one target piece (a piece of a compound such as
+    "Profiler-Unterstützung" may look at "support" while its average does not)."""
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
     out, count = torch.zeros(n_tgt, n_src), torch.zeros(n_tgt, 1)
-    empty = torch.zeros(n_tgt)
+    empty, by_piece = torch.zeros(n_tgt), torch.zeros(n_src)
     eos = len(src_words) - 1
     for t, tw in enumerate(tgt_words):
         if tw < 0:
             continue
         count[tw] += 1
         empty[tw] += weights[t, eos]
+        row = torch.zeros(n_src)
         for s, sw in enumerate(src_words):
             if sw >= 0:
                 out[tw, sw] += weights[t, s]
-    return out / count.clamp_min(1), empty / count.view(-1).clamp_min(1)
+                row[sw] += weights[t, s]
+        by_piece = torch.maximum(by_piece, row)
+    return out / count.clamp_min(1), empty / count.view(-1).clamp_min(1), by_piece
 
 
-def readings(m: torch.Tensor, empty: torch.Tensor) -> dict[str, set[tuple[int, int]]]:
+def readings(m: torch.Tensor, empty: torch.Tensor, by_piece: torch.Tensor
+             ) -> dict[str, set[tuple[int, int]]]:
     """Links of one word map, read in each way (``empty``: the target words' weights on the
-    source's EOS)."""
+    source's EOS; ``by_piece``: each source word's largest weight from one target piece)."""
     n_tgt, n_src = m.shape
     if n_src == 0 or n_tgt == 0:
         return {}
@@ -78,6 +84,8 @@ def readings(m: torch.Tensor, empty: torch.Tensor) -> dict[str, set[tuple[int, i
             out[name] = cut = {(i, j) for i, j in links if strongest[i] >= least}
             out[f"{name}, target words on EOS unaligned"] = {(i, j) for i, j in cut
                                                              if j not in nothing}
+            out[f"{label}, source words under {least} from every target piece unaligned"] = {
+                (i, j) for i, j in links if by_piece[i] >= least}
     for t in (0.2, 0.3, 0.4, 0.5):
         out[f"weight > {t}"] = {(i, j) for j in range(n_tgt) for i in range(n_src)
                                 if m[j, i] > t}

@@ -34,9 +34,11 @@ import time
 from pathlib import Path
 
 import sacrebleu
+import torch
 from alignment import eflomal_links
 from machine import header
 
+from aiayn.data.tokenizer import word_starts
 from aiayn.markup import Document
 from aiayn.markup.parse import Element, Text, parse_html
 from aiayn.markup.place import words
@@ -246,6 +248,23 @@ def main() -> None:
     seconds[name] = time.perf_counter() - t0
     inspect.strongest_targets = strongest
     if guided:  # the same model's links as a model without the head gives them
+        own_weights = inspect._word_weights
+
+        def averaged(maps, layer, head, aligner):  # the least weight as it was read before
+            found = own_weights(maps, layer, head, aligner)
+            if found is None:
+                return None
+            pieces = torch.bincount(torch.tensor(
+                [w for w in word_starts(maps.tgt_tokens[1:]) if w >= 0]),
+                minlength=found[0].size(0)).clamp_min(1)
+            return found[0], (found[0] / pieces[:, None]).amax(0)
+        inspect._word_weights = averaged  # type: ignore
+        name = ("whole sentences, a source word's least weight from a target word's pieces "
+                "averaged (before)")
+        t0 = time.perf_counter()
+        results[name] = translator.translate_markup(tagged)
+        seconds[name] = time.perf_counter() - t0
+        inspect._word_weights = own_weights
         least, inspect.HEAD_MIN_WEIGHT = inspect.HEAD_MIN_WEIGHT, 0.0
         name = "whole sentences, guided alignment, every source word's links kept"
         t0 = time.perf_counter()

@@ -156,6 +156,22 @@ def test_source_words_without_enough_attention_stay_unaligned():
     assert strongest_targets(maps, cfg) == [(0, 1), (1, 0), (2, 0)]
 
 
+def test_a_word_inside_a_compound_keeps_its_link():
+    # "saturation bit range must" -> "Sättigungs-Bit-Bereich muss": one piece of the compound
+    # gives "range" 0.5, averaged over its five pieces 0.19; a piece's weight counts
+    src = ["\u2581saturation", "\u2581bit", "\u2581range", "\u2581must", "</s>"]
+    tgt = ["<s>", "\u2581S\u00e4tt", "igungs", "-Bit", "-", "Bereich", "\u2581muss"]
+    head = torch.tensor([[0.85, 0.05, 0.05, 0.00, 0.05],
+                         [0.85, 0.05, 0.05, 0.00, 0.05],
+                         [0.05, 0.85, 0.05, 0.00, 0.05],
+                         [0.30, 0.30, 0.30, 0.00, 0.10],
+                         [0.20, 0.20, 0.50, 0.00, 0.10],
+                         [0.02, 0.02, 0.06, 0.85, 0.05]])
+    maps = AttentionMaps(src, tgt, [], [], [head[None]])
+    assert word_alignments(maps, 0, head=0, min_weight=0.2) == [(0, 0), (1, 0), (2, 0), (3, 1)]
+    assert word_alignments(maps, 0, head=0, min_weight=0.6) == [(0, 0), (1, 0), (3, 1)]
+
+
 def test_an_aligner_is_read_from_the_row_fed_each_piece():
     """A model with an aligner: target piece t's links come from the aligner's row t + 1 (the
     query fed that piece), not from the cross-attention row that predicts it."""

@@ -129,10 +129,11 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     ``sure_first``: a source word with links found in both directions keeps only those (what
     inline tags are placed by: the hull of a tag's target words is then tighter).
 
-    ``min_weight``: a source word keeps its links only if some target word puts at least this
-    much of its attention on it (a target word's weights averaged over its pieces); the others
-    are left unaligned, as a statistical aligner leaves words with no counterpart ("will" of
-    "will go" -> "irá").
+    ``min_weight``: a source word keeps its links only if some target piece puts at least this
+    much of its attention on it; the others are left unaligned, as a statistical aligner
+    leaves words with no counterpart ("will" of "will go" -> "irá"). A piece, not a word's
+    average: in a German compound ("Profiler-Unterstützung" for "profiler support") each
+    source word has only the pieces that translate it.
 
     ``aligner``: the weights of the model's aligner instead (``maps.aligner``), a target
     piece's row being the one it is fed to.
@@ -140,7 +141,7 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     found = _word_weights(maps, layer, head, aligner)
     if found is None:
         return []
-    merged, pieces = found
+    merged, by_piece = found
     n_tgt, n_src = merged.shape
     forward = {(int(merged[j].argmax()), j) for j in range(n_tgt)}
     backward = {(i, int(merged[:, i].argmax())) for i in range(n_src)}
@@ -150,8 +151,7 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
         have = {i for i, _ in sure}
         links = sure | {(i, j) for i, j in links if i not in have}
     if min_weight > 0:
-        strongest = (merged / pieces.clamp_min(1)).amax(0)  # (n_src,)
-        links = {(i, j) for i, j in links if strongest[i] >= min_weight}
+        links = {(i, j) for i, j in links if by_piece[i] >= min_weight}
     return sorted(links)
 
 
@@ -159,7 +159,8 @@ def _word_weights(maps: AttentionMaps, layer: int | None, head: int | None, alig
                   ) -> tuple[Tensor, Tensor] | None:
     """The attention of ``word_alignments`` (its ``layer``, ``head`` and ``aligner``) between
     words: (n_tgt, n_src) weights summed over each word's pieces on both sides, and each
-    target word's piece count (n_tgt, 1); None where a side has no word."""
+    source word's largest weight from any one target piece (n_src,); None where a side has
+    no word."""
     if aligner:
         assert maps.aligner is not None
         weights = maps.aligner[1:]  # (T, S): row t + 1 aligns target piece t
@@ -174,16 +175,16 @@ def _word_weights(maps: AttentionMaps, layer: int | None, head: int | None, alig
     n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
     if n_src == 0 or n_tgt == 0:
         return None
-    # the weights summed over each word's pieces, rows then columns; pieces of no word
-    # (tw or sw -1) add nothing
+    # the weights summed over each source word's pieces (each target piece's weight on each
+    # source word), then over each target word's pieces; pieces of no word (-1) add nothing
     rows = torch.tensor([t for t, tw in enumerate(tgt_words) if tw >= 0], dtype=torch.long)
     cols = torch.tensor([s for s, sw in enumerate(src_words) if sw >= 0], dtype=torch.long)
     tw_of = torch.tensor(tgt_words, dtype=torch.long)[rows]
     sw_of = torch.tensor(src_words, dtype=torch.long)[cols]
-    by_row = torch.zeros(n_tgt, weights.size(1)).index_add_(0, tw_of, weights[rows].float())
-    merged = torch.zeros(n_tgt, n_src).index_add_(1, sw_of, by_row[:, cols])  # (n_tgt, n_src)
-    pieces = torch.bincount(tw_of, minlength=n_tgt).float()[:, None]  # (n_tgt, 1)
-    return merged, pieces
+    by_word = torch.zeros(len(rows), n_src).index_add_(
+        1, sw_of, weights[rows][:, cols].float())  # (target pieces, n_src)
+    merged = torch.zeros(n_tgt, n_src).index_add_(0, tw_of, by_word)  # (n_tgt, n_src)
+    return merged, by_word.amax(0)
 
 
 def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, int]]:
@@ -209,7 +210,7 @@ def model_alignments(maps: AttentionMaps, cfg: ModelConfig, *, sure_first: bool 
                      ) -> list[tuple[int, int]]:
     """``word_alignments`` as the model gives them best: from its aligner or its alignment head
     where it was trained with guided alignment (``cfg.aligner``, ``cfg.alignment_layer``),
-    source words that no target word gives ``HEAD_MIN_WEIGHT`` of its attention left
+    source words that no target piece gives ``HEAD_MIN_WEIGHT`` of its attention left
     unaligned; else every layer and head."""
     if maps.aligner is not None:
         return word_alignments(maps, sure_first=sure_first, min_weight=HEAD_MIN_WEIGHT,
