@@ -85,7 +85,7 @@ def test_markup_and_catalogs_in_the_encoding_they_declare(toy_model, translator,
     path.write_bytes(xml.encode("latin-1"))
     out = run(toy_model, path, tmp_path / "out.xml")
     assert out == translator.translate_markup([xml], "xml")[0].encode("latin-1")
-    from aiayn.documents.charset import Charset
+    from aiayn.data.charset import Charset
     assert Charset("iso8859-1", markup=True).write("\u0151 \xe9") == b"&#337; \xe9"
     with pytest.raises(UserError, match="holds '\u0151'.*cannot hold; convert the file to UTF-8"):
         Charset("iso8859-1").write("\u0151")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import UserError
 
 if TYPE_CHECKING:
-    from ..documents.charset import Charset
+    from ..data.charset import Charset
 
 
 def log(message: str) -> None:
@@ -77,20 +77,22 @@ def read_lines(path: str | None) -> list[str]:
     return split_lines(read_text(path))
 
 
-def read_text(path: str | None) -> str:
-    """A file whole (stdin when None): UTF-8, or UTF-16 or UTF-32 by its byte order mark."""
-    return read_document(path)[0]
+def read_text(path: str | None, flag: str = "") -> str:
+    """A file whole (stdin when None): UTF-8, or UTF-16 or UTF-32 by its byte order mark
+    (``flag``: the option that gave it, named in a message)."""
+    return read_document(path, flag=flag)[0]
 
 
-def read_document(path: str | None, kind: str = "text") -> tuple[str, Charset | None]:
-    """A file whole and the encoding to write its translation in (``documents.charset``: by
-    its byte order mark, or what an HTML or XML ``kind`` of file declares, else UTF-8);
-    stdin (None) as it comes, with none."""
+def read_document(path: str | None, kind: str = "text", flag: str = ""
+                  ) -> tuple[str, Charset | None]:
+    """A file whole and the encoding to write its translation in (``data.charset``: by its
+    byte order mark, or what an HTML or XML ``kind`` of file declares, else UTF-8); stdin
+    (None) as it comes, with none."""
     if path is None:
         return sys.stdin.read(), None
-    from ..documents import charset
-    p = input_file(path)
-    return charset.read(p.read_bytes(), str(p), kind)
+    from ..data import charset
+    p = input_file(path, flag)
+    return charset.read(p.read_bytes(), f"{flag} {p}" if flag else str(p), kind)
 
 
 def one_line(text: str) -> str:

@@ -7,7 +7,7 @@ import signal
 import sys
 
 from ..errors import UserError
-from .common import add_compile_flag, input_file, log, read_text
+from .common import add_compile_flag, log, read_text
 
 
 def add_serve(sub) -> None:
@@ -110,11 +110,10 @@ def serve_command(args: argparse.Namespace) -> None:
     from ..serve.app import Settings, create_app
     keys = None
     if args.api_keys:
-        path = input_file(args.api_keys, "--api-keys")
-        keys = frozenset(line.strip() for line in read_text(str(path)).splitlines()
-                         if line.strip())
+        keys = frozenset(line.strip() for line in
+                         read_text(args.api_keys, "--api-keys").splitlines() if line.strip())
         if not keys:
-            raise UserError(f"--api-keys {path}: the file holds no key")
+            raise UserError(f"--api-keys {args.api_keys}: the file holds no key")
     for flag in ("char_limit", "batch_limit", "max_body_bytes", "batch_tokens", "queue_size",
                  "beam"):
         if getattr(args, flag) < 1:

@@ -11,7 +11,7 @@ import yaml
 
 from ..errors import UserError
 from ..outputs import output_directory, output_file
-from .common import input_file, log, read_text
+from .common import log, read_text
 
 
 def add_train(sub) -> None:
@@ -44,9 +44,8 @@ def _train_config(args: argparse.Namespace):
     from ..train.recipe import TrainConfig
     values: dict = {}
     if args.config:
-        path = input_file(args.config, "--config")
-        text = read_text(str(path))
-        TrainConfig.from_yaml(path)  # names a bad key or value in the file itself
+        text = read_text(args.config, "--config")
+        TrainConfig.from_yaml(args.config)  # names a bad key or value in the file itself
         values = yaml.safe_load(text) or {}
     for f in dataclasses.fields(TrainConfig):
         value = getattr(args, f.name, None) if f.metadata["flag"] else None

@@ -17,7 +17,6 @@ is built beside the target and renamed into place when complete.
 
 from __future__ import annotations
 
-import codecs
 import gzip
 import json
 import os
@@ -36,6 +35,7 @@ from ..errors import UserError
 from ..files import replace_directory
 from ..integrity import write_checksums
 from ..placeholders import SENTINELS, mask
+from .charset import byte_order_mark
 from .corpus import ALIGNMENTS, STATS, TOKENIZER, ids_file, offsets_file, text_file
 from .tokenizer import BYTE_FALLBACK_MIN_VOCAB, AnyTokenizer, train_tokenizer, word_starts
 
@@ -135,14 +135,15 @@ def _lines(path: Path) -> Iterator[str]:
 def _unmarked(path: Path, first: bytes) -> bytes:
     """A file's first line without a UTF-8 byte order mark; a UTF-16 or UTF-32 file (read a
     line at a time, it would split inside characters) is an error saying what to do."""
-    if first.startswith(codecs.BOM_UTF8):
-        return first[len(codecs.BOM_UTF8):]
-    for mark, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-                       (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
-        if first.startswith(mark):
-            raise UserError(f"{path}: the file is {name} (its byte order mark says so); "
-                            f"convert it to UTF-8 (iconv -f {name} -t UTF-8)")
-    return first
+    found = byte_order_mark(first)
+    if found is None:
+        return first
+    mark, codec = found
+    if codec != "utf-8":
+        name = codec[:6].upper()  # UTF-16, UTF-32
+        raise UserError(f"{path}: the file is {name} (its byte order mark says so); "
+                        f"convert it to UTF-8 (iconv -f {name} -t UTF-8)")
+    return first[len(mark):]
 
 
 def read_pairs(source: TextPair) -> Iterator[tuple[str, str]]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 
+from ..data import charset
 from ..errors import UserError, require
-from . import Job, charset
+from . import Job
 
 
 def translate_po(data: bytes, job: Job) -> bytes:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
+from ..data import charset
 from ..errors import UserError
-from . import Job, charset
+from . import Job
 
 _TIMING = re.compile(r"^\d+:\d\d:\d\d[,.]\d+\s*-->\s*\d+:\d\d:\d\d[,.]\d+")
 

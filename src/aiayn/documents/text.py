@@ -4,7 +4,8 @@ or XML documents (``aiayn.markup``), each written back in the encoding it was re
 
 from __future__ import annotations
 
-from . import Job, charset
+from ..data import charset
+from . import Job
 
 
 def translate_text(data: bytes, job: Job) -> bytes:

@@ -52,11 +52,16 @@ class Charset:
                             "UTF-8") from None
 
 
+def byte_order_mark(data: bytes) -> tuple[bytes, str] | None:
+    """The byte order mark ``data`` starts with and the codec it names ("utf-16-le", ...)."""
+    return next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), None)
+
+
 def read(data: bytes, what: str, kind: str = "text") -> tuple[str, Charset]:
     """The text of ``data`` and how to write its translation back. ``kind``: "text", "html",
     "xml" or "gettext" (what the file may say its encoding is). A UserError names the line
     that is not in the encoding, or an encoding Python does not know."""
-    found = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), None)
+    found = byte_order_mark(data)
     if found:
         mark, encoding = found
     else:
