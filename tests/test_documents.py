@@ -159,6 +159,37 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     assert [lang.get(qn(k)) for k in ("w:val", "w:eastAsia", "w:bidi")] == ["es", "es", "ar-SA"]
 
 
+def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):
+    """Code stays as written: a paragraph in a code style (pandoc's "Source Code"), and runs
+    in a code style ("Verbatim Char") or in a monospaced font their paragraph does not use; a
+    paragraph all in Courier is prose, translated."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+    document = docx.Document()
+    document.styles.add_style("Source Code", WD_STYLE_TYPE.PARAGRAPH)
+    document.styles.add_style("Verbatim Char", WD_STYLE_TYPE.CHARACTER)
+    typed = document.styles.add_style("Typed", WD_STYLE_TYPE.PARAGRAPH)
+    typed.font.name = "Courier New"
+    document.add_paragraph(SENTENCES[0], style="Source Code")
+    words = SENTENCES[1].split()
+    paragraph = document.add_paragraph(" ".join(words[:2]) + " ")
+    paragraph.add_run("make install", style="Verbatim Char")
+    paragraph.add_run(" " + " ".join(words[2:]) + " ")
+    paragraph.add_run("/etc/hosts").font.name = "Consolas"
+    document.add_paragraph(style="Typed").add_run(SENTENCES[2]).font.name = "Courier New"
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    assert out.paragraphs[0].text == SENTENCES[0]
+    runs = out.paragraphs[1].runs
+    assert [r.text for r in runs if r.style.name == "Verbatim Char"] == ["make install"]
+    assert [r.text for r in runs if r.font.name == "Consolas"] == ["/etc/hosts"]
+    words = [w for w in out.paragraphs[1].text.split() if w not in ("make", "install",
+                                                                     "/etc/hosts")]
+    assert words and not set(words) & set(SENTENCES[1].split())  # the rest translated
+    assert out.paragraphs[2].text == translator.translate([SENTENCES[2]])[0]
+
+
 def odt_document(words: list[str]) -> bytes:
     from odf.opendocument import OpenDocumentText
     from odf.style import Style, TextProperties
@@ -199,6 +230,90 @@ def test_opendocument_keeps_styled_spans_and_links(toy_model, translator, tmp_pa
     languages = {(p.getAttribute("language"), p.getAttribute("country"))
                  for p in out.getElementsByType(TextProperties)} - {(None, None)}
     assert languages == {("es", None), ("fr", "FR")}  # the source's style is the target's
+
+
+def test_opendocument_keeps_code_links_in_spans_and_every_member(toy_model, translator,
+                                                                 tmp_path, capsys):
+    """An .odt as pandoc writes it: namespace declarations on lines of their own, meta data
+    odfpy could not write again, links around styled spans, code in LibreOffice's code
+    styles. Code stays as written, the links keep their spans, and every member comes back:
+    content and styles written again, the rest byte for byte."""
+    import zipfile
+
+    from odf import teletype, text
+    from odf.opendocument import OpenDocumentText, load
+    from odf.style import Style, TextProperties
+    document = OpenDocumentText()
+    source_text = Style(name="Source_20_Text", displayname="Source Text", family="text")
+    document.styles.addElement(source_text)
+    preformatted = Style(name="Preformatted_20_Text", displayname="Preformatted Text",
+                         family="paragraph")
+    preformatted.addElement(TextProperties(fontname="Courier New"))
+    document.styles.addElement(preformatted)
+    block = Style(name="P2", family="paragraph", parentstylename=preformatted)
+    document.automaticstyles.addElement(block)
+    definition = Style(name="Definition", family="text")
+    definition.addElement(TextProperties(fontweight="bold"))
+    document.styles.addElement(definition)
+    document.text.addElement(text.P(stylename=block, text=SENTENCES[0]))
+    words = SENTENCES[1].split()
+    paragraph = text.P(text=" ".join(words[:2]) + " ")
+    paragraph.addElement(text.Span(stylename=source_text, text="make install"))
+    paragraph.addText(" " + " ".join(words[2:-1]) + " ")
+    link = text.A(href="https://example.org/")
+    link.addElement(text.Span(stylename=definition, text=words[-1]))
+    paragraph.addElement(link)
+    document.text.addElement(paragraph)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    meta = (b'<?xml version="1.0" encoding="utf-8"?>\n<office:document-meta '
+            b'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"\n'
+            b'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0" office:version="1.2">'
+            b"\n  <office:meta>\n    <meta:generator>Pandoc/2.17.1.1</meta:generator>\n"
+            b"  </office:meta>\n</office:document-meta>\n")
+    members = {}
+    with zipfile.ZipFile(buffer) as odt:
+        for info in odt.infolist():
+            data = odt.read(info)
+            if info.filename in ("content.xml", "styles.xml"):
+                data = data.replace(b" xmlns:", b"\nxmlns:")  # as pandoc writes them
+            members[info.filename] = (info.compress_type, meta if info.filename == "meta.xml"
+                                      else data)
+    members["Thumbnails/thumbnail.png"] = (zipfile.ZIP_DEFLATED, b"\x89PNG not read")
+    path = tmp_path / "in.odt"
+    with zipfile.ZipFile(path, "w") as odt:
+        for name, (compression, data) in members.items():
+            odt.writestr(name, data, compress_type=compression)
+    out = run(toy_model, path, tmp_path / "out.odt")
+    assert not capsys.readouterr().out  # (odfpy prints the parts it cannot read)
+    with zipfile.ZipFile(io.BytesIO(out)) as odt:
+        infos = odt.infolist()
+        assert [i.filename for i in infos] == list(members)
+        assert infos[0].filename == "mimetype" and infos[0].compress_type == zipfile.ZIP_STORED
+        for name in ("meta.xml", "Thumbnails/thumbnail.png", "META-INF/manifest.xml"):
+            assert odt.read(name) == members[name][1]
+        assert b"Preformatted_20_Text" in odt.read("styles.xml")  # read, and written again
+    translated = load(io.BytesIO(out))
+    block_out, paragraph_out = translated.getElementsByType(text.P)
+    assert teletype.extractText(block_out) == SENTENCES[0]
+    spans = [c for c in paragraph_out.childNodes if c.nodeType == c.ELEMENT_NODE]
+    code = [s for s in spans if s.getAttribute("stylename") == "Source_20_Text"]
+    assert [teletype.extractText(s) for s in code] == ["make install"]
+    links = [s for s in spans if s.qname[1] == "a"]
+    assert len(links) == 1 and links[0].getAttribute("href") == "https://example.org/"
+    inner = [c for c in links[0].childNodes if c.nodeType == c.ELEMENT_NODE]
+    assert [c.getAttribute("stylename") for c in inner] == ["Definition"]
+    rest = teletype.extractText(paragraph_out).replace("make install", " ").split()
+    assert rest and not set(rest) & set(words)  # translated whole
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    import zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
 
 
 XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -316,6 +431,11 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
      "line 3 is not valid cp1252"),  # browsers read Latin-1 as windows-1252
     ("in.xlf", b"<xliff><broken", "not an XLIFF file"),
     ("in.odt", b"PK\x03\x04 no", "not an OpenDocument text"),
+    ("in.odt", _zip({"mimetype": b"application/vnd.oasis.opendocument.text",
+                     "content.xml": b"<office:document-content><broken"}),
+     "its content.xml is not well-formed XML"),
+    ("in.odt", _zip({"mimetype": b"application/vnd.oasis.opendocument.text"}),
+     "it has no content.xml"),
 ])
 def test_bad_files_are_one_line_and_write_nothing(toy_model, tmp_path, capsys, name, content,
                                                   message):

@@ -113,7 +113,9 @@ def test_entities_and_surrounding_whitespace_are_kept():
     assert doc.sources == ["Fish & chips\xa0\xa9 now"]
     out = doc.render(["Pescado & patatas\xa0\xa9 <ya>"], {0: [(0, 0), (1, 1), (2, 2), (3, 3),
                                                             (4, 4)]})
-    assert out == "<p>\n  Pescado &amp; patatas&nbsp;&copy; <b>&lt;ya&gt;</b>  \n</p>"
+    # (the brackets the translation put around the bold word stay outside it, as the
+    # source's bold text has none)
+    assert out == "<p>\n  Pescado &amp; patatas&nbsp;&copy; &lt;<b>ya</b>&gt;  \n</p>"
 
 
 def test_tags_follow_the_alignment_through_reordering():
@@ -175,6 +177,14 @@ def test_punctuation_left_outside_a_span_stays_outside():
     assert out == "Ve <b>aquí</b>."
     out = place('say "hello"', [Span(5, 10, "<q>", "</q>")], 'di "hola"', [(0, 0), (1, 1)])
     assert out == 'di "<q>hola</q>"'
+    # punctuation the translation adds next to the span's words stays outside it too (the
+    # comma German writes before a clause), and what the source span holds stays in
+    out = place("Click the download page to get it.", [Span(10, 23, "<a>", "</a>")],
+                "Klicken Sie auf die Seite, um sie zu erhalten.", [(3, 4)])
+    assert out == "Klicken Sie auf die <a>Seite</a>, um sie zu erhalten."
+    out = place("Click the download page, to get it.", [Span(10, 24, "<a>", "</a>")],
+                "Klicken Sie auf die Seite, um sie zu erhalten.", [(3, 4)])
+    assert out == "Klicken Sie auf die <a>Seite,</a> um sie zu erhalten."
 
 
 @settings(max_examples=200, deadline=None)

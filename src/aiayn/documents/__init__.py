@@ -11,6 +11,7 @@ line. A file that is not what its extension says is one ``UserError`` naming the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, cast
@@ -41,6 +42,9 @@ class Job:
     def markup(self, documents: list[str], fmt: str = "html") -> list[str]:
         return self.translator.translate_markup(documents, fmt, self.options,
                                                 glossary=self.glossary)
+
+    def warn(self, message: str) -> None:
+        self.translator.codec.warn(message)
 
     def check_languages(self, what: str, source: str | None = None,
                         target: str | None = None) -> None:
@@ -101,15 +105,42 @@ def translate_document(translator: "Translator", data: bytes, suffix: str,
     return _formats()[suffix](data, Job(translator, options, glossary, overwrite))
 
 
-def spanned(text: str, number: int | None, link: bool = False) -> str:
+def spanned(text: str, number: int | None, link: bool = False, code: bool = False) -> str:
     """A stretch of a formatted paragraph as markup for ``Job.markup``: plain text, or span
-    (a link) ``number`` of the paragraph's own list of formats."""
+    (a link) ``number`` of the paragraph's own list of formats; a ``code`` span is kept as
+    written, as HTML's ``<code>`` is."""
     import html
     if number is None:
         return html.escape(text)
     if link:
         return f'<a data-h="{number}">{html.escape(text)}</a>'
+    if code:
+        return f'<code data-r="{number}">{html.escape(text)}</code>'
     return f'<span data-r="{number}">{html.escape(text)}</span>'
+
+
+# Styles that word processors and converters give code: Word's "HTML Code" and "HTML
+# Preformatted", pandoc's "Verbatim Char" and "Source Code", LibreOffice's "Source Text" and
+# "Preformatted Text", docutils' "inlineliteral" and "codeblock". Words of a style's name.
+_CODE_WORDS = {"code", "verbatim", "preformatted", "teletype", "typewriter", "keyboard",
+               "literal", "inlineliteral", "codeblock", "sourcecode", "monospace"}
+_MONOSPACED = re.compile(r"\bmono\b|monospace|courier|consolas|menlo|monaco|lucida console|"
+                         r"lucida sans typewriter|inconsolata|\bcode\b", re.IGNORECASE)
+
+
+def code_style(name: str | None) -> bool:
+    """Whether a style's name says it is for code (kept as written, not translated)."""
+    if not name:
+        return False
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
+    return bool(_CODE_WORDS.intersection(words)) or any(
+        a == "source" and b == "text" for a, b in zip(words, words[1:]))
+
+
+def monospaced(font: str | None) -> bool:
+    """Whether a font family is monospaced, as code is set (Consolas, Courier New, Liberation
+    Mono, Menlo, Source Code Pro...)."""
+    return bool(font and _MONOSPACED.search(font))
 
 
 def stretches(translated: str) -> list[tuple[str, int | None]]:

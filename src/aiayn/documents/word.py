@@ -9,6 +9,11 @@ words aligned to its text, and the paragraph's runs are written again from the r
 with a copy of its span's run properties. A paragraph holding more than runs, hyperlinks and
 bookmarks (fields, drawings, tabs and breaks inside runs) is translated run by run in place,
 so nothing in it is lost.
+
+Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a code style
+(pandoc's "Source Code", Word's "HTML Preformatted") is left alone, and a run in a code style
+("Verbatim Char", "HTML Code") or in a monospaced font its paragraph does not use is a
+``<code>`` span, written back where its words went.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import copy
 import io
 
 from ..errors import UserError, require
-from . import Job, spanned, stretches
+from . import Job, code_style, monospaced, spanned, stretches
 
 _SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd"}
 _SIMPLE_RUN = {"rPr", "t"}
@@ -33,14 +38,15 @@ def translate_docx(data: bytes, job: Job) -> bytes:
         document = docx.Document(io.BytesIO(data))
     except Exception as err:  # python-docx raises zip, XML and package errors alike
         raise UserError(f"not a Word document (.docx): {err}") from None
-    paragraphs = [p for p in _paragraphs(document) if p.text.strip()]
+    paragraphs = [p for p in _paragraphs(document)
+                  if p.text.strip() and not _code_paragraph(p)]
     whole = [p for p in paragraphs if _simple(p)]
     in_place = [p for p in paragraphs if not _simple(p)]
     plans = [_markup(p) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
     for paragraph, (_, parts), out in zip(whole, plans, translated):
         _rewrite(paragraph, parts, out)
-    runs = [r for p in in_place for r in p.runs if r.text.strip()]
+    runs = [r for p in in_place for r in p.runs if r.text.strip() and not _code_run(r, p)]
     for run, text in zip(runs, job.lines([r.text.strip() for r in runs])):
         run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
             run.text[len(run.text.rstrip()):]
@@ -80,6 +86,31 @@ def _paragraphs(document):
                 yield from of(part)
 
 
+def _styles(style):
+    """A python-docx style and the styles it is based on."""
+    for _ in range(32):  # (a loop of bases ends)
+        if style is None:
+            return
+        yield style
+        style = style.base_style
+
+
+def _code_paragraph(paragraph) -> bool:
+    return any(code_style(s.name) for s in _styles(paragraph.style))
+
+
+def _code_run(run, paragraph) -> bool:
+    """Whether a run is code: in a code style, or in a monospaced font that is not its
+    paragraph's (a document set all in Courier is prose)."""
+    if any(code_style(s.name) for s in _styles(run.style)):
+        return True
+    font = run.font.name or next((s.font.name for s in _styles(run.style) if s.font.name),
+                                 None)
+    paragraph_font = next((s.font.name for s in _styles(paragraph.style) if s.font.name),
+                          None)
+    return monospaced(font) and not monospaced(paragraph_font)
+
+
 def _simple(paragraph) -> bool:
     element = paragraph._p
     if any(_local(child.tag) not in _SIMPLE_PARAGRAPH for child in element):
@@ -95,22 +126,23 @@ def _markup(paragraph) -> tuple[str, list]:
     properties (an rPr element) or a hyperlink element."""
     from docx.text.hyperlink import Hyperlink
     parts: list = []
-    pieces: list[tuple[str, int | None, bool]] = []  # (text, format number, link)
+    # (text, format number, link, code)
+    pieces: list[tuple[str, int | None, bool, bool]] = []
     for item in paragraph.iter_inner_content():
         if isinstance(item, Hyperlink):
             parts.append(item._hyperlink)
-            pieces.append((item.text, len(parts) - 1, True))
+            pieces.append((item.text, len(parts) - 1, True, False))
             continue
         rpr = item._r.rPr
         if rpr is None:
-            pieces.append((item.text, None, False))
+            pieces.append((item.text, None, False, False))
         elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
                 and parts[last].xml == rpr.xml:  # formatted alike: one span
-            pieces[-1] = (pieces[-1][0] + item.text, last, False)
+            pieces[-1] = (pieces[-1][0] + item.text, *pieces[-1][1:])
         else:
             parts.append(rpr)
-            pieces.append((item.text, len(parts) - 1, False))
-    return "".join(spanned(text, number, link) for text, number, link in pieces), parts
+            pieces.append((item.text, len(parts) - 1, False, _code_run(item, paragraph)))
+    return "".join(spanned(*piece) for piece in pieces), parts
 
 
 def _rewrite(paragraph, parts: list, translated: str) -> None:

@@ -7,18 +7,37 @@ one sentence of markup (``<span data-r=K>`` per span, ``<a data-h=K>`` per link)
 again from the translation, each span and link a copy of its own with the translated words.
 A paragraph holding anything else (frames, notes, fields, tabs) is translated text node by
 text node in place, so nothing in it is lost.
+
+Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a code style
+("Preformatted Text", and the styles based on it) is left alone, and a span in a code style
+("Source Text") or in a monospaced font its paragraph does not use is a ``<code>`` span.
+
+The package is written back member for member: odfpy writes ``content.xml`` and
+``styles.xml`` again, every other member (the manifest, meta data, settings, pictures) is
+copied as it was. The namespace declarations on a part's root
+each follow a plain space before odfpy reads them (it takes a declaration after a line break,
+as pandoc writes them, for a missing one); a part that is not well-formed XML is copied as it
+was, with a warning, and a ``content.xml`` that is not is one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
+import re
+import zipfile
+from typing import Any
+from xml.parsers import expat
 
 from ..errors import UserError, require
-from . import Job, spanned, stretches
+from . import Job, code_style, monospaced, spanned, stretches
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
+
+
+_PARTS = ("content.xml", "styles.xml", "meta.xml", "settings.xml")  # what odfpy parses
 
 
 def translate_odt(data: bytes, job: Job) -> bytes:
@@ -26,26 +45,140 @@ def translate_odt(data: bytes, job: Job) -> bytes:
     from odf import teletype, text
     from odf.opendocument import load
     try:
-        document = load(io.BytesIO(data))
-    except Exception as err:  # odfpy raises zip, XML and key errors alike
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        readable, parsed = _readable(archive, job)
+        with contextlib.redirect_stdout(io.StringIO()):  # (odfpy prints what it can't parse)
+            document = load(io.BytesIO(readable))
+    except UserError:
+        raise
+    except Exception as err:  # zipfile and odfpy raise zip, XML and key errors alike
         raise UserError(f"not an OpenDocument text (.odt): {err}") from None
+    styles = _Styles(document)
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
-                  if teletype.extractText(p).strip()]
+                  if teletype.extractText(p).strip() and not styles.code_paragraph(p)]
     whole = [p for p in paragraphs if _simple(p)]
-    plans = [_markup(p) for p in whole]
+    plans = [_markup(p, styles) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
     for paragraph, (_, parts), out in zip(whole, plans, translated):
         _rewrite(paragraph, parts, out)
-    nodes = [n for p in paragraphs if not _simple(p) for n in _text_nodes(p)
+    nodes = [n for p in paragraphs if not _simple(p) for n in _text_nodes(p, styles)
              if str(n).strip()]
     for node, translation in zip(nodes, job.lines([str(n).strip() for n in nodes])):
         value = str(node)
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
     _relabel(document, job)
+    written = {"content.xml": document.contentxml()}
+    if "styles.xml" in parsed:
+        written["styles.xml"] = document.stylesxml()
     buffer = io.BytesIO()
-    document.save(buffer)
+    with zipfile.ZipFile(buffer, "w") as package:
+        for info in archive.infolist():  # in order, each compressed as it was (mimetype not)
+            member = written[info.filename] if info.filename in written else archive.read(info)
+            package.writestr(_like(info), member)
     return buffer.getvalue()
+
+
+def _readable(archive: zipfile.ZipFile, job: Job) -> tuple[bytes, set[str]]:
+    """The package as odfpy can read it, and which of its XML parts it reads
+    (``_declarations_spaced``); a part that is not well-formed XML left out (a content.xml so
+    is a UserError)."""
+    names = set(archive.namelist())
+    if "content.xml" not in names:
+        raise UserError("not an OpenDocument text (.odt): it has no content.xml")
+    parsed, buffer = set(), io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        for info in archive.infolist():
+            member = archive.read(info)
+            if info.filename in _PARTS:
+                member = _declarations_spaced(member)
+                try:
+                    expat.ParserCreate(namespace_separator=" ").Parse(member, True)
+                except expat.ExpatError as err:
+                    if info.filename == "content.xml":
+                        raise UserError(f"not an OpenDocument text (.odt): its content.xml "
+                                        f"is not well-formed XML ({err})") from None
+                    job.warn(f"the document's {info.filename} is not well-formed XML "
+                             f"({err}); it is copied as it was")
+                    continue
+                parsed.add(info.filename)
+            out.writestr(_like(info), member)
+    return buffer.getvalue(), parsed
+
+
+def _like(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
+    """A new entry named, dated and compressed as ``info`` (writing takes an entry over)."""
+    new = zipfile.ZipInfo(info.filename, info.date_time)
+    new.compress_type, new.external_attr = info.compress_type, info.external_attr
+    return new
+
+
+_ROOT = re.compile(rb"<(?![?!])[^>]*>")
+_BEFORE_DECLARATION = re.compile(rb"\s+(?=xmlns[:=\s])")
+
+
+def _declarations_spaced(xml: bytes) -> bytes:
+    """``xml`` with each namespace declaration of its root element after a plain space.
+    odfpy declares ``style``, ``fo``, ``svg``... itself (with other names) where it finds no
+    " xmlns:style": after a line break, as in pandoc's styles.xml, they were declared twice
+    and the part was dropped."""
+    root = _ROOT.search(xml)
+    if root is None:
+        return xml
+    return xml[:root.start()] + _BEFORE_DECLARATION.sub(b" ", root.group()) + xml[root.end():]
+
+
+class _Styles:
+    """The document's named styles (common and automatic) and fonts: which paragraph styles
+    and spans are code."""
+
+    def __init__(self, document) -> None:
+        from odf.style import FontFace, Style
+        self.by_name: dict[str, Any] = {}
+        for container in (document.styles, document.automaticstyles):
+            for style in container.getElementsByType(Style):
+                self.by_name.setdefault(style.getAttribute("name"), style)
+        self.fixed = {face.getAttribute("name") for face in
+                      document.getElementsByType(FontFace)
+                      if face.getAttribute("fontpitch") == "fixed"
+                      or monospaced(face.getAttribute("fontfamily"))}
+
+    def chain(self, name: str | None):
+        """The style named ``name`` and its parents."""
+        for _ in range(32):  # (a loop of parents ends)
+            style = self.by_name.get(name) if name else None
+            if style is None:
+                return
+            yield style
+            name = style.getAttribute("parentstylename")
+
+    def coded(self, name: str | None) -> bool:
+        return any(code_style(s.getAttribute("name")) or code_style(s.getAttribute("displayname"))
+                   for s in self.chain(name))
+
+    def font(self, name: str | None) -> str | None:
+        from odf.style import TextProperties
+        for style in self.chain(name):
+            for properties in style.getElementsByType(TextProperties):
+                font = properties.getAttribute("fontname") or properties.getAttribute("fontfamily")
+                if font:
+                    return font
+        return None
+
+    def code_paragraph(self, paragraph) -> bool:
+        return self.coded(paragraph.getAttribute("stylename"))
+
+    def code_span(self, span, paragraph) -> bool:
+        """A span in a code style, or in a monospaced font that its paragraph's is not (a
+        document set all in Courier is prose)."""
+        name = span.getAttribute("stylename")
+        if self.coded(name):
+            return True
+        own, around = self.font(name), self.font(paragraph.getAttribute("stylename"))
+        return self.fixed_font(own) and not self.fixed_font(around)
+
+    def fixed_font(self, font: str | None) -> bool:
+        return bool(font) and (font in self.fixed or monospaced(font))
 
 
 _FO_NS = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
@@ -80,11 +213,25 @@ def _simple(paragraph) -> bool:
             continue
         if child.qname not in _INLINE:
             return False
-        if child.qname != (_TEXT_NS, "s") and any(
-                c.nodeType != c.TEXT_NODE and c.qname != (_TEXT_NS, "s")
-                for c in child.childNodes):
+        if child.qname != (_TEXT_NS, "s") and _nested(child) is None:
             return False
     return True
+
+
+def _nested(element) -> list | None:
+    """An inline element, the one inline element it holds, and so on down to one that holds
+    only text (a link around a styled span, as pandoc writes links); None where one holds
+    anything else."""
+    chain = [element]
+    while True:
+        inner = [c for c in element.childNodes
+                 if c.nodeType != c.TEXT_NODE and c.qname != (_TEXT_NS, "s")]
+        if not inner:
+            return chain
+        if len(inner) > 1 or len(element.childNodes) > 1 or inner[0].qname not in _INLINE:
+            return None
+        element = inner[0]
+        chain.append(element)
 
 
 def _text(node) -> str:
@@ -96,7 +243,7 @@ def _text(node) -> str:
     return "".join(_text(c) for c in node.childNodes)
 
 
-def _markup(paragraph) -> tuple[str, list]:
+def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
     parts: list = []
     pieces = []
     for child in paragraph.childNodes:
@@ -104,8 +251,9 @@ def _markup(paragraph) -> tuple[str, list]:
             pieces.append(spanned(_text(child), None))
         else:
             parts.append(child)
-            pieces.append(spanned(_text(child), len(parts) - 1,
-                                  link=child.qname == (_TEXT_NS, "a")))
+            link = child.qname == (_TEXT_NS, "a")
+            code = not link and any(styles.code_span(e, paragraph) for e in _nested(child) or [])
+            pieces.append(spanned(_text(child), len(parts) - 1, link=link, code=code))
     return "".join(pieces), parts
 
 
@@ -119,15 +267,20 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
         if number is None:
             paragraph.addText(text)
             continue
-        element = copy.copy(parts[number])  # its name and attributes
-        element.childNodes, element.parentNode = [], None
-        element.addText(text)
-        paragraph.appendChild(element)
+        parent = paragraph
+        for element in _nested(parts[number]) or [parts[number]]:
+            element = copy.copy(element)  # its name and attributes
+            element.childNodes, element.parentNode = [], None
+            parent.appendChild(element)
+            parent = element
+        parent.addText(text)
 
 
-def _text_nodes(node):
+def _text_nodes(node, styles: _Styles, paragraph=None):
+    """The text nodes of a paragraph, but those of its code spans."""
+    paragraph = paragraph or node
     for child in node.childNodes:
         if child.nodeType == child.TEXT_NODE:
             yield child
-        else:
-            yield from _text_nodes(child)
+        elif not (child.qname == (_TEXT_NS, "span") and styles.code_span(child, paragraph)):
+            yield from _text_nodes(child, styles, paragraph)

@@ -67,8 +67,9 @@ def place(source: str, spans: list[Span], translation: str,
           fallback: Sequence[tuple[int, int]] = ()) -> str:
     """``translation`` with ``spans`` (over ``source``) put around its words.
 
-    Punctuation that a span left outside in the source (``<b>here</b>.``) stays outside in
-    the target. The translation's own whitespace between words is kept.
+    Punctuation that a span's source text does not start or end with stays outside it in
+    the target (``<b>here</b>.``; "<a>Seite</a>," for ``<a>page</a> to``). The
+    translation's own whitespace between words is kept.
 
     Args:
         source: the source sentence, tags taken out.
@@ -136,16 +137,15 @@ def place(source: str, spans: list[Span], translation: str,
         return out
 
     def outside(span: Span) -> tuple[bool, bool]:
-        """Whether punctuation before / after the span, in its first / last word, is left
-        out of it in the source."""
-        words_in = covered(span)
-        if not words_in:
+        """Whether punctuation at the start / end of the span's first / last target word is
+        left out of it: where the span's own source text does not start / end with
+        punctuation (``<b>here</b>.``, and the comma German puts after a clause:
+        ``<a>page</a> to get`` -> "<a>Seite</a>, um")."""
+        if not covered(span):
             return False, False
-        first, last = src_words[words_in[0]], src_words[words_in[-1]]
-        before = source[first[0]:span.start]
-        after = source[span.end:last[1]]
-        return (_PUNCT_ONLY.fullmatch(before) is not None,
-                _PUNCT_ONLY.fullmatch(after) is not None)
+        inner = source[span.start:span.end].strip()
+        return (not _LEAD.match(inner).group(),  # type: ignore[union-attr]
+                not _TRAIL.search(inner).group())  # type: ignore[union-attr]
 
     def glued(span: Span) -> tuple[bool, bool]:
         """Whether a span over no word touches the text before / after it in the source."""
@@ -193,6 +193,5 @@ def place(source: str, spans: list[Span], translation: str,
     return write(arrange(spans, 0, len(tgt_words)), 0, len(tgt_words))
 
 
-_PUNCT_ONLY = re.compile(r"[^\w\s]+")
 _LEAD = re.compile(r"^[^\w\s]*")
 _TRAIL = re.compile(r"[^\w\s]*$")
