@@ -185,6 +185,9 @@ def test_punctuation_left_outside_a_span_stays_outside():
     out = place("Click the download page, to get it.", [Span(10, 24, "<a>", "</a>")],
                 "Klicken Sie auf die Seite, um sie zu erhalten.", [(3, 4)])
     assert out == "Klicken Sie auf die <a>Seite,</a> um sie zu erhalten."
+    out = place("see https://example.org/, or", [Span(4, 24, "<a>", "</a>")],
+                "siehe https://example.org/, oder", [(0, 0), (1, 1), (2, 2)])
+    assert out == "siehe <a>https://example.org/</a>, oder"
 
 
 @settings(max_examples=200, deadline=None)

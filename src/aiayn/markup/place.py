@@ -136,16 +136,20 @@ def place(source: str, spans: list[Span], translation: str,
             edge = b
         return out
 
-    def outside(span: Span) -> tuple[bool, bool]:
-        """Whether punctuation at the start / end of the span's first / last target word is
-        left out of it: where the span's own source text does not start / end with
-        punctuation (``<b>here</b>.``, and the comma German puts after a clause:
-        ``<a>page</a> to get`` -> "<a>Seite</a>, um")."""
+    def outside(span: Span, first: str, last: str) -> tuple[str, str]:
+        """The punctuation at the start of the span's first target word and at the end of
+        its last that is left out of it: what the span's own source text does not start /
+        end with (``<b>here</b>.``; the comma German puts after a clause: ``<a>page</a> to
+        get`` -> "<a>Seite</a>, um"; ``<a>https://lore.kernel.org/</a>,`` keeps its slash)."""
         if not covered(span):
-            return False, False
+            return "", ""
         inner = source[span.start:span.end].strip()
-        return (not _LEAD.match(inner).group(),  # type: ignore[union-attr]
-                not _TRAIL.search(inner).group())  # type: ignore[union-attr]
+        own_lead = _LEAD.match(inner).group()  # type: ignore[union-attr]
+        own_trail = _TRAIL.search(inner).group()  # type: ignore[union-attr]
+        lead = _LEAD.match(first).group()  # type: ignore[union-attr]
+        trail = _TRAIL.search(last).group()  # type: ignore[union-attr]
+        return (lead[:len(lead) - len(own_lead)] if lead.endswith(own_lead) else "",
+                trail[len(own_trail):] if trail.startswith(own_trail) else "")
 
     def glued(span: Span) -> tuple[bool, bool]:
         """Whether a span over no word touches the text before / after it in the source."""
@@ -165,10 +169,8 @@ def place(source: str, spans: list[Span], translation: str,
                     span.open + write(children, a, b) + span.close
                 pieces.append((text, -1, *glued(span)))
             else:
-                lead_out, trail_out = outside(span)
                 first, last = tgt_words[a], tgt_words[b - 1]
-                lead = _LEAD.match(first).group() if lead_out else ""  # type: ignore[union-attr]
-                trail = _TRAIL.search(last).group() if trail_out else ""  # type: ignore[union-attr]
+                lead, trail = outside(span, first, last)
                 if lead == first or (a == b - 1 and len(lead) + len(trail) >= len(first)):
                     lead = ""
                 if trail == last[len(lead) if a == b - 1 else 0:]:

@@ -1,0 +1,150 @@
+"""Documents written by pandoc, translated whole and read back by pandoc: is every block, every
+bold and italic stretch, every link and every piece of code still there?
+
+    python benchmarks/documents_roundtrip.py --checkpoint RUN DOC.md [DOC.md ...] \
+        [--formats docx odt html]
+
+Each Markdown file (real documentation, e.g. a README under /usr/share/doc) is converted by
+pandoc into each format; `aiayn.documents.translate_document` (what `aiayn translate --file`
+and `/translate_file` run) translates it; pandoc reads the source and the translation back
+into its syntax tree. Per top-level block, the formatting is compared as a multiset of
+pandoc's inline and block elements (Strong, Emph, Link with its URL, Code with its text, ...;
+words and spaces left out, as a translation changes them and may reorder the elements), so
+a row counts:
+
+- blocks: pandoc's top-level blocks, and whether their kinds come back in the same order;
+- formatting kept: blocks whose elements come back exactly;
+- code kept: inline code and code blocks that come back character for character;
+- links kept: link targets that come back;
+- translated: blocks with words outside code whose text changed.
+
+Needs pandoc on the PATH (Debian: apt-get install pandoc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from machine import header
+
+WORDLESS = {"Str", "Space", "SoftBreak", "LineBreak"}
+
+
+def pandoc(args: list[str], data: bytes | None = None) -> bytes:
+    done = subprocess.run(["pandoc", *args], input=data, capture_output=True, check=False)
+    if done.returncode:
+        sys.exit(f"pandoc {' '.join(args)}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def elements(node, out: Counter) -> None:
+    """Every pandoc element under ``node`` but words and spaces; code with its text, links
+    with their targets."""
+    if isinstance(node, list):
+        for item in node:
+            elements(item, out)
+        return
+    if not isinstance(node, dict) or "t" not in node:
+        return
+    kind, content = node["t"], node.get("c")
+    if kind in ("Code", "CodeBlock"):
+        out[(kind, content[1])] += 1
+        return
+    if kind == "Link":
+        out[(kind, content[2][0])] += 1
+        elements(content[1], out)
+        return
+    if kind not in WORDLESS:
+        out[(kind,)] += 1
+    elements(content, out)
+
+
+def words(node) -> str:
+    """The words of ``node`` outside code."""
+    if isinstance(node, list):
+        return " ".join(w for w in (words(n) for n in node) if w)
+    if not isinstance(node, dict) or "t" not in node:
+        return ""
+    if node["t"] == "Str":
+        return node["c"]
+    if node["t"] in ("Code", "CodeBlock", "RawInline", "RawBlock"):
+        return ""
+    return words(node.get("c"))
+
+
+def compare(source: dict, translated: dict) -> dict:
+    a, b = source["blocks"], translated["blocks"]
+    same_kinds = [x["t"] for x in a] == [y["t"] for y in b]
+    kept = sum(1 for x, y in zip(a, b) if block_elements(x) == block_elements(y))
+    code_a, code_b = Counter(), Counter()
+    for x in a:
+        code_a += Counter({k: n for k, n in block_elements(x).items() if k[0] in
+                           ("Code", "CodeBlock")})
+    for y in b:
+        code_b += Counter({k: n for k, n in block_elements(y).items() if k[0] in
+                           ("Code", "CodeBlock")})
+    links_a = sum((Counter({k: n for k, n in block_elements(x).items() if k[0] == "Link"})
+                   for x in a), Counter())
+    links_b = sum((Counter({k: n for k, n in block_elements(y).items() if k[0] == "Link"})
+                   for y in b), Counter())
+    worded = [(words(x), words(y)) for x, y in zip(a, b) if words(x).strip()]
+    return {"blocks": len(a), "blocks back": len(b), "same kinds": same_kinds,
+            "formatting kept": kept,
+            "code": sum(code_a.values()), "code kept": sum((code_a & code_b).values()),
+            "links": sum(links_a.values()), "links kept": sum((links_a & links_b).values()),
+            "worded": len(worded), "translated": sum(1 for x, y in worded if x != y)}
+
+
+def block_elements(block) -> Counter:
+    out: Counter = Counter()
+    elements(block, out)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("documents", nargs="+", type=Path)
+    parser.add_argument("--formats", nargs="+", default=["docx", "odt", "html"])
+    args = parser.parse_args()
+    if shutil.which("pandoc") is None:
+        sys.exit("pandoc is not on the PATH; install it (Debian: apt-get install pandoc)")
+    from aiayn.documents import translate_document
+    from aiayn.translate import load
+    print(header())
+    print(pandoc(["--version"]).decode().splitlines()[0])
+    translator = load(args.checkpoint)
+    print(f"{args.checkpoint}: {translator.languages}")
+    print("| document | format | blocks (back) | kinds in order | formatting kept | code kept "
+          "| links kept | translated | seconds |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for document in args.documents:
+            for fmt in args.formats:
+                path = Path(tmp) / f"{document.stem}.{fmt}"
+                pandoc([str(document), "-s", "-o", str(path),
+                        "--metadata", f"title={document.stem}"])
+                started = time.perf_counter()
+                out = translate_document(translator, path.read_bytes(), f".{fmt}")
+                seconds = time.perf_counter() - started
+                translated = Path(tmp) / f"{document.stem}.out.{fmt}"
+                translated.write_bytes(out)
+                trees = [json.loads(pandoc([str(p), "-t", "json"])) for p in (path, translated)]
+                r = compare(*trees)
+                print(f"| {document} | {fmt} | {r['blocks']} ({r['blocks back']}) | "
+                      f"{'yes' if r['same kinds'] else 'no'} | "
+                      f"{r['formatting kept']}/{r['blocks']} | {r['code kept']}/{r['code']} | "
+                      f"{r['links kept']}/{r['links']} | {r['translated']}/{r['worded']} | "
+                      f"{seconds:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
