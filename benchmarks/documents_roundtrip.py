@@ -2,12 +2,14 @@
 bold and italic stretch, every link and every piece of code still there?
 
     python benchmarks/documents_roundtrip.py --checkpoint RUN DOC.md [DOC.md ...] \
-        [--formats docx odt html]
+        [--formats docx odt html lo.docx lo.odt]
 
 Each Markdown file (real documentation, e.g. a README under /usr/share/doc) is converted by
-pandoc into each format; `aiayn.documents.translate_document` (what `aiayn translate --file`
-and `/translate_file` run) translates it; pandoc reads the source and the translation back
-into its syntax tree. Per top-level block, the formatting is compared as a multiset of
+pandoc into each format (``lo.docx``, ``lo.odt``: pandoc's HTML page saved by LibreOffice,
+whose styles and structure differ from pandoc's own); `aiayn.documents.translate_document`
+(what `aiayn translate --file` and `/translate_file` run) translates it; pandoc reads the
+source and the translation back into its syntax tree, and LibreOffice, where it is installed,
+opens the translation (converting it to plain text). Per top-level block, the formatting is compared as a multiset of
 pandoc's inline and block elements (Strong, Emph, Link with its URL, Code with its text, ...;
 words and spaces left out, as a translation changes them and may reorder the elements), so
 a row counts:
@@ -82,22 +84,17 @@ def words(node) -> str:
 
 def compare(source: dict, translated: dict) -> dict:
     a, b = source["blocks"], translated["blocks"]
-    same_kinds = [x["t"] for x in a] == [y["t"] for y in b]
-    kept = sum(1 for x, y in zip(a, b) if block_elements(x) == block_elements(y))
-    code_a, code_b = Counter(), Counter()
-    for x in a:
-        code_a += Counter({k: n for k, n in block_elements(x).items() if k[0] in
-                           ("Code", "CodeBlock")})
-    for y in b:
-        code_b += Counter({k: n for k, n in block_elements(y).items() if k[0] in
-                           ("Code", "CodeBlock")})
-    links_a = sum((Counter({k: n for k, n in block_elements(x).items() if k[0] == "Link"})
-                   for x in a), Counter())
-    links_b = sum((Counter({k: n for k, n in block_elements(y).items() if k[0] == "Link"})
-                   for y in b), Counter())
+    found_a, found_b = [block_elements(x) for x in a], [block_elements(y) for y in b]
+
+    def only(found: list[Counter], kinds: tuple[str, ...]) -> Counter:
+        return sum((Counter({k: n for k, n in c.items() if k[0] in kinds}) for c in found),
+                   Counter())
+    code_a, code_b = only(found_a, ("Code", "CodeBlock")), only(found_b, ("Code", "CodeBlock"))
+    links_a, links_b = only(found_a, ("Link",)), only(found_b, ("Link",))
     worded = [(words(x), words(y)) for x, y in zip(a, b) if words(x).strip()]
-    return {"blocks": len(a), "blocks back": len(b), "same kinds": same_kinds,
-            "formatting kept": kept,
+    return {"blocks": len(a), "blocks back": len(b),
+            "same kinds": [x["t"] for x in a] == [y["t"] for y in b],
+            "formatting kept": sum(1 for x, y in zip(found_a, found_b) if x == y),
             "code": sum(code_a.values()), "code kept": sum((code_a & code_b).values()),
             "links": sum(links_a.values()), "links kept": sum((links_a & links_b).values()),
             "worded": len(worded), "translated": sum(1 for x, y in worded if x != y)}
@@ -109,11 +106,37 @@ def block_elements(block) -> Counter:
     return out
 
 
+def make(document: Path, fmt: str, out: Path) -> None:
+    """``document`` (Markdown) as a file of format ``fmt``, written by pandoc or LibreOffice."""
+    if not fmt.startswith("lo."):
+        pandoc([str(document), "-s", "-o", str(out), "--metadata", f"title={document.stem}"])
+        return
+    page = out.with_suffix(".html")
+    pandoc([str(document), "-s", "-o", str(page), "--metadata", f"title={document.stem}"])
+    filters = {"docx": "docx:MS Word 2007 XML", "odt": "odt:writer8"}
+    subprocess.run(["soffice", "--headless", "--convert-to", filters[out.suffix[1:]], "--outdir",
+                    str(out.parent / "lo"), str(page)], capture_output=True, check=True)
+    (out.parent / "lo" / f"{page.stem}{out.suffix}").rename(out)
+
+
+def opens(path: Path) -> str:
+    """Whether LibreOffice opens ``path`` (and finds text in it); '-' where it is not
+    installed."""
+    if shutil.which("soffice") is None:
+        return "-"
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["soffice", "--headless", "--convert-to", "txt:Text", "--outdir", tmp,
+                        str(path)], capture_output=True, check=False)
+        text = Path(tmp) / f"{path.stem}.txt"
+        return "yes" if text.exists() and text.read_text(errors="replace").strip() else "no"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("documents", nargs="+", type=Path)
-    parser.add_argument("--formats", nargs="+", default=["docx", "odt", "html"])
+    parser.add_argument("--formats", nargs="+", default=["docx", "odt", "html", "lo.docx",
+                                                         "lo.odt"])
     args = parser.parse_args()
     if shutil.which("pandoc") is None:
         sys.exit("pandoc is not on the PATH; install it (Debian: apt-get install pandoc)")
@@ -124,18 +147,18 @@ def main() -> None:
     translator = load(args.checkpoint)
     print(f"{args.checkpoint}: {translator.languages}")
     print("| document | format | blocks (back) | kinds in order | formatting kept | code kept "
-          "| links kept | translated | seconds |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+          "| links kept | translated | LibreOffice opens it | seconds |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for document in args.documents:
             for fmt in args.formats:
-                path = Path(tmp) / f"{document.stem}.{fmt}"
-                pandoc([str(document), "-s", "-o", str(path),
-                        "--metadata", f"title={document.stem}"])
+                suffix = "." + fmt.rsplit(".", 1)[-1]
+                path = Path(tmp) / f"{document.stem}{suffix}"
+                make(document, fmt, path)
                 started = time.perf_counter()
-                out = translate_document(translator, path.read_bytes(), f".{fmt}")
+                out = translate_document(translator, path.read_bytes(), suffix)
                 seconds = time.perf_counter() - started
-                translated = Path(tmp) / f"{document.stem}.out.{fmt}"
+                translated = Path(tmp) / f"{document.stem}.out{suffix}"
                 translated.write_bytes(out)
                 trees = [json.loads(pandoc([str(p), "-t", "json"])) for p in (path, translated)]
                 r = compare(*trees)
@@ -143,7 +166,7 @@ def main() -> None:
                       f"{'yes' if r['same kinds'] else 'no'} | "
                       f"{r['formatting kept']}/{r['blocks']} | {r['code kept']}/{r['code']} | "
                       f"{r['links kept']}/{r['links']} | {r['translated']}/{r['worded']} | "
-                      f"{seconds:.1f} |", flush=True)
+                      f"{opens(translated)} | {seconds:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,46 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     assert [lang.get(qn(k)) for k in ("w:val", "w:eastAsia", "w:bidi")] == ["es", "es", "ar-SA"]
 
 
+def test_word_runs_formatted_as_their_paragraph_are_plain_text(toy_model, translator,
+                                                               tmp_path):
+    """Runs that carry the paragraph's own properties (LibreOffice writes an empty rPr on
+    every run, Word often a language) are plain text, written back with those properties:
+    only the bold run is a span to place, not every stretch between two spans."""
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+    words = SENTENCES[3].split()
+    document = docx.Document()
+    paragraph = document.add_paragraph()
+    for k, text in enumerate([words[0] + " ", words[1], " " + " ".join(words[2:-1]) + " ",
+                              words[-1]]):
+        run = paragraph.add_run(text)
+        lang = OxmlElement("w:lang")
+        lang.set(qn("w:val"), "en-US")
+        run._r.get_or_add_rPr().append(lang)
+        run.bold = k == 1 or None
+    empty = document.add_paragraph()
+    empty.add_run(SENTENCES[4])._r.get_or_add_rPr()  # <w:rPr/>, as LibreOffice writes it
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    spans = []
+    original = translator.translate_markup
+    translator.translate_markup = lambda docs, *a, **k: spans.extend(docs) or \
+        original(docs, *a, **k)
+    from aiayn.documents import translate_document
+    try:
+        out = docx.Document(io.BytesIO(translate_document(translator, path.read_bytes(),
+                                                          ".docx")))
+    finally:
+        translator.translate_markup = original
+    assert spans[0].count("<span") == 1 and "<span" not in spans[1]  # only the bold run
+    runs = out.paragraphs[0].runs
+    assert [r.text for r in runs if r.bold] and len([r for r in runs if r.bold]) == 1
+    assert all(r._r.rPr is not None and r._r.rPr.find(qn("w:lang")) is not None for r in runs)
+    assert " ".join(out.paragraphs[0].text.split()) == translator.translate([SENTENCES[3]])[0]
+    assert out.paragraphs[1].text == translator.translate([SENTENCES[4]])[0]
+
+
 def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):
     """Code stays as written: a paragraph in a code style (pandoc's "Source Code"), and runs
     in a code style ("Verbatim Char") or in a monospaced font their paragraph does not use; a
@@ -277,6 +317,8 @@ def test_opendocument_keeps_code_links_in_spans_and_every_member(toy_model, tran
             data = odt.read(info)
             if info.filename in ("content.xml", "styles.xml"):
                 data = data.replace(b" xmlns:", b"\nxmlns:")  # as pandoc writes them
+            if info.filename in ("content.xml", "styles.xml", "META-INF/manifest.xml"):
+                data = data.replace(b'version="1.2"', b'version="1.3"')  # as LibreOffice
             members[info.filename] = (info.compress_type, meta if info.filename == "meta.xml"
                                       else data)
     members["Thumbnails/thumbnail.png"] = (zipfile.ZIP_DEFLATED, b"\x89PNG not read")
@@ -293,6 +335,8 @@ def test_opendocument_keeps_code_links_in_spans_and_every_member(toy_model, tran
         for name in ("meta.xml", "Thumbnails/thumbnail.png", "META-INF/manifest.xml"):
             assert odt.read(name) == members[name][1]
         assert b"Preformatted_20_Text" in odt.read("styles.xml")  # read, and written again
+        for name in ("content.xml", "styles.xml"):  # the manifest's version: LibreOffice
+            assert b'office:version="1.3"' in odt.read(name)  # refuses a package without
     translated = load(io.BytesIO(out))
     block_out, paragraph_out = translated.getElementsByType(text.P)
     assert teletype.extractText(block_out) == SENTENCES[0]

@@ -123,26 +123,45 @@ def _simple(paragraph) -> bool:
 
 def _markup(paragraph) -> tuple[str, list]:
     """The paragraph as one sentence of markup, and what each span number stands for: a run's
-    properties (an rPr element) or a hyperlink element."""
+    properties (an rPr element) or a hyperlink element. Part 0 is the paragraph's own run
+    properties, those of most of its text (None for none): its runs are plain text, not
+    spans. LibreOffice gives every run properties, empty ones included, and Word often a
+    language on each; spans over every stretch between two links would only be placed worse."""
+    from docx.oxml.ns import qn
     from docx.text.hyperlink import Hyperlink
-    parts: list = []
+    items = list(paragraph.iter_inner_content())
+
+    def key(item) -> str:  # run properties by their XML; none and empty ones alike
+        return _key(item._r.rPr)
+    code = [not isinstance(item, Hyperlink) and _code_run(item, paragraph) for item in items]
+    weight: dict[str, int] = {}
+    for item, coded in zip(items, code):
+        if not (isinstance(item, Hyperlink) or coded):
+            weight[key(item)] = weight.get(key(item), 0) + len(item.text)
+    base = max(weight, key=lambda k: (weight[k], k == ""), default="")
+    parts: list = [next((i._r.rPr for i in items
+                         if not isinstance(i, Hyperlink) and base and key(i) == base), None)]
     # (text, format number, link, code)
     pieces: list[tuple[str, int | None, bool, bool]] = []
-    for item in paragraph.iter_inner_content():
+    for item, coded in zip(items, code):
         if isinstance(item, Hyperlink):
             parts.append(item._hyperlink)
             pieces.append((item.text, len(parts) - 1, True, False))
             continue
-        rpr = item._r.rPr
-        if rpr is None:
+        if key(item) == base and not coded:
             pieces.append((item.text, None, False, False))
         elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
-                and parts[last].xml == rpr.xml:  # formatted alike: one span
+                and key(item) == _key(parts[last]):  # formatted alike: one span
             pieces[-1] = (pieces[-1][0] + item.text, *pieces[-1][1:])
         else:
-            parts.append(rpr)
-            pieces.append((item.text, len(parts) - 1, False, _code_run(item, paragraph)))
+            rpr = item._r.rPr
+            parts.append(rpr if rpr is not None else paragraph._p.makeelement(qn("w:rPr"), {}))
+            pieces.append((item.text, len(parts) - 1, False, coded))
     return "".join(spanned(*piece) for piece in pieces), parts
+
+
+def _key(rpr) -> str:
+    return "" if rpr is None or (len(rpr) == 0 and not rpr.attrib) else str(rpr.xml)
 
 
 def _rewrite(paragraph, parts: list, translated: str) -> None:
@@ -164,7 +183,7 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
         return r
 
     for text, number in stretches(translated):
-        part = None if number is None else parts[number]
+        part = parts[0 if number is None else number]
         if part is None or _local(part.tag) == "rPr":
             element.append(run(text, part))
             continue

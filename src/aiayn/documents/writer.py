@@ -13,8 +13,8 @@ Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a c
 ("Source Text") or in a monospaced font its paragraph does not use is a ``<code>`` span.
 
 The package is written back member for member: odfpy writes ``content.xml`` and
-``styles.xml`` again, every other member (the manifest, meta data, settings, pictures) is
-copied as it was. The namespace declarations on a part's root
+``styles.xml`` again, with the ODF version the package gives, and every other member (the
+manifest, meta data, settings, pictures) is copied as it was. The namespace declarations on a part's root
 each follow a plain space before odfpy reads them (it takes a declaration after a line break,
 as pandoc writes them, for a missing one); a part that is not well-formed XML is copied as it
 was, with a warning, and a ``content.xml`` that is not is one line.
@@ -68,9 +68,9 @@ def translate_odt(data: bytes, job: Job) -> bytes:
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
     _relabel(document, job)
-    written = {"content.xml": document.contentxml()}
+    written = {"content.xml": _versioned(document.contentxml(), archive.read("content.xml"))}
     if "styles.xml" in parsed:
-        written["styles.xml"] = document.stylesxml()
+        written["styles.xml"] = _versioned(document.stylesxml(), archive.read("styles.xml"))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as package:
         for info in archive.infolist():  # in order, each compressed as it was (mimetype not)
@@ -104,6 +104,26 @@ def _readable(archive: zipfile.ZipFile, job: Job) -> tuple[bytes, set[str]]:
                 parsed.add(info.filename)
             out.writestr(_like(info), member)
     return buffer.getvalue(), parsed
+
+
+_VERSION = re.compile(rb"""\soffice:version\s*=\s*("[^"]*"|'[^']*')""")
+
+
+def _versioned(written: bytes | str, original: bytes) -> bytes:
+    """A part odfpy wrote (its styles as text), its root saying the ODF version the original
+    part said: odfpy writes 1.2, and LibreOffice refuses a package whose parts' versions
+    differ from its manifest's (1.3 in what it saves)."""
+    if isinstance(written, str):
+        written = written.encode("utf-8")
+    was, now = _ROOT.search(original), _ROOT.search(written)
+    if was is None or now is None:
+        return written
+    version = _VERSION.search(was.group())
+    tag = _VERSION.sub(b"", now.group())
+    if version is not None:
+        tag = tag[:-2] + version.group() + b"/>" if tag.endswith(b"/>") \
+            else tag[:-1] + version.group() + b">"
+    return written[:now.start()] + tag + written[now.end():]
 
 
 def _like(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
