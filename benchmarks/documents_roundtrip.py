@@ -9,10 +9,10 @@ pandoc into each format (``lo.docx``, ``lo.odt``: pandoc's HTML page saved by Li
 whose styles and structure differ from pandoc's own); `aiayn.documents.translate_document`
 (what `aiayn translate --file` and `/translate_file` run) translates it; pandoc reads the
 source and the translation back into its syntax tree, and LibreOffice, where it is installed,
-opens the translation (converting it to plain text). Per top-level block, the formatting is compared as a multiset of
-pandoc's inline and block elements (Strong, Emph, Link with its URL, Code with its text, ...;
-words and spaces left out, as a translation changes them and may reorder the elements), so
-a row counts:
+opens the translation (converting it to plain text). Per top-level block, the formatting is
+compared as a multiset of pandoc's inline and block elements (Strong, Emph, Link with its URL,
+Code with its text, ...; words and spaces left out, as a translation changes them and may
+reorder the elements), so a row counts:
 
 - blocks: pandoc's top-level blocks, and whether their kinds come back in the same order;
 - formatting kept: blocks whose elements come back exactly;

@@ -12,12 +12,12 @@ Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a c
 ("Preformatted Text", and the styles based on it) is left alone, and a span in a code style
 ("Source Text") or in a monospaced font its paragraph does not use is a ``<code>`` span.
 
-The package is written back member for member: odfpy writes ``content.xml`` and
-``styles.xml`` again, with the ODF version the package gives, and every other member (the
-manifest, meta data, settings, pictures) is copied as it was. The namespace declarations on a part's root
-each follow a plain space before odfpy reads them (it takes a declaration after a line break,
-as pandoc writes them, for a missing one); a part that is not well-formed XML is copied as it
-was, with a warning, and a ``content.xml`` that is not is one line.
+The package is written back member for member: odfpy writes ``content.xml`` and ``styles.xml``
+again, with the ODF version the package gives, and every other member (the manifest, meta data,
+settings, pictures) is copied as it was. The namespace declarations on a part's root each
+follow a plain space before odfpy reads them (it takes a declaration after a line break, as
+pandoc writes them, for a missing one); a part that is not well-formed XML is copied as it was,
+with a warning, and a ``content.xml`` that is not is one line.
 """
 
 from __future__ import annotations
