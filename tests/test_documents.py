@@ -230,6 +230,30 @@ def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):
     assert out.paragraphs[2].text == translator.translate([SENTENCES[2]])[0]
 
 
+
+def test_a_word_link_holding_code_takes_the_format_of_most_of_its_text(toy_model, tmp_path):
+    """pandoc writes [`Intl` (ECMA-402) support](#intl) as a link of a code run and a plain
+    one; the translated link is one run, formatted as most of its text, not as code."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+    document = docx.Document()
+    document.styles.add_style("Verbatim Char", WD_STYLE_TYPE.CHARACTER)
+    paragraph = document.add_paragraph(SENTENCES[5] + " ")
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("w:anchor"), "intl")
+    paragraph._p.append(link)
+    for text, style in (("alpha", "Verbatim Char"), (" beta gamma", None)):
+        link.append(paragraph.add_run(text, style=style)._r)  # (moved into the link)
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    links = out.paragraphs[0].hyperlinks
+    assert len(links) == 1 and links[0].runs
+    assert all(r.style.name != "Verbatim Char" for r in links[0].runs)
+
+
 def odt_document(words: list[str]) -> bytes:
     from odf.opendocument import OpenDocumentText
     from odf.style import Style, TextProperties

@@ -90,6 +90,16 @@ def test_blocks_inline_tags_attributes_and_kept_elements():
     assert 'alt="A CAT"' in upper and 'var a = "<b>";' in upper
 
 
+def test_a_link_whose_text_is_an_address_is_kept_as_written():
+    text = ('<p>See <a href="https://example.org/x">https://example.org/x</a> or write to '
+            '<a href="mailto:a@b.org">a@b.org</a>, and <a href="/docs">the docs</a>.</p>')
+    doc = Document(text, "html")
+    upper = doc.render([s.upper() for s in doc.sources])
+    assert '<a href="https://example.org/x">https://example.org/x</a>' in upper
+    assert '<a href="mailto:a@b.org">a@b.org</a>' in upper
+    assert '<a href="/docs">THE DOCS</a>' in upper  # a link's words are translated
+
+
 def test_a_lang_that_names_the_source_language_names_the_target():
     page = ('<html lang="en-US"><body><p title="A tip" lang=en>one <b>two</b></p>'
             '<p lang="fr">trois</p></body></html>')

@@ -187,10 +187,28 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
         if part is None or _local(part.tag) == "rPr":
             element.append(run(text, part))
             continue
-        link = copy.deepcopy(part)  # a hyperlink: its runs become one with the first's format
-        runs = [c for c in link if _local(c.tag) == "r"]
-        rpr = runs[0].find(qn("w:rPr")) if runs else None
+        link = copy.deepcopy(part)  # a hyperlink: its runs become one, formatted as most
+        runs = [c for c in link if _local(c.tag) == "r"]  # of its text
+        rpr = _most(runs, paragraph)
         for child in runs:
             link.remove(child)
         link.append(run(text, rpr))
         element.append(link)
+
+
+def _most(runs: list, paragraph):
+    """The run properties of most of the text of ``runs`` (w:r elements), code left out
+    where there is other text: a link to "`Intl` (ECMA-402) support" is not all code."""
+    from docx.text.run import Run
+    weight: dict[str, int] = {}
+    found: dict[str, object] = {}
+    for r in runs:
+        run = Run(r, paragraph)
+        if _code_run(run, paragraph) and len(runs) > 1:
+            continue
+        key = _key(r.rPr)
+        weight[key] = weight.get(key, 0) + len(run.text)
+        found.setdefault(key, r.rPr)
+    if not weight:
+        return runs[0].rPr if runs else None
+    return found[max(weight, key=lambda k: weight[k])]

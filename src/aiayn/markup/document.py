@@ -7,7 +7,9 @@ segment's text, its whitespace collapsed, is split into sentences (sentencex, as
 splits paragraphs); sentences that a span joins are translated together. ``title``, ``alt`` and
 ``placeholder`` attributes are sentences too. Elements marked ``translate="no"`` (or class
 ``notranslate``) and code, kbd, samp, pre, script, style, svg and math are written as they were,
-inline ones in place of the target words aligned to their text. Entities written in a segment
+inline ones in place of the target words aligned to their text; so is a link whose text is an
+address (``<a href=...>https://example.org/</a>``, an e-mail address), which no language writes
+otherwise. Entities written in a segment
 are written again where their characters come back.
 
     doc = Document(markup, "html", language="en")
@@ -33,6 +35,9 @@ INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data
                     "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt",
                     "u", "var", "wbr"})
 KEEP = frozenset({"code", "kbd", "samp", "pre", "script", "style", "svg", "math"})
+# a web address, or an e-mail address: a link's text that is written as it is in every language
+ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.|mailto:)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+                     re.IGNORECASE)
 ATTRIBUTES = ("title", "alt", "placeholder")  # translated where HTML has them
 LANG = ("lang", "xml:lang")  # the language an element is in
 _SPACE = re.compile(r"[ \t\n\r\f]+")  # not U+00A0, which an &nbsp; wrote
@@ -108,7 +113,9 @@ class Document:
     # ------------------------------------------------------------------ reading
     def _kept(self, node: Element) -> bool:
         classes = (node.attr("class") or "").split()
-        return node.tag in KEEP or node.attr("translate") == "no" or "notranslate" in classes
+        return (node.tag in KEEP or node.attr("translate") == "no" or "notranslate" in classes
+                or (not self.xml and node.tag == "a"
+                    and ADDRESS.fullmatch(node.text().strip()) is not None))
 
     def _inline(self, node: Node) -> bool:
         if not isinstance(node, Element):
