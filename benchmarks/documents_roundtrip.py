@@ -103,6 +103,20 @@ def compare(source: dict, translated: dict) -> dict:
             "worded": len(worded), "translated": sum(1 for x, y in worded if x != y)}
 
 
+def differences(source: dict, translated: dict) -> list[str]:
+    """Each block whose elements did not come back: both as Markdown, and what is missing."""
+    out = []
+    for x, y in zip(source["blocks"], translated["blocks"]):
+        found_x, found_y = block_elements(x), block_elements(y)
+        if found_x == found_y:
+            continue
+        shown = [pandoc(["-f", "json", "-t", "markdown", "--wrap=none"], json.dumps(
+            {**source, "blocks": [block]}).encode()).decode().strip() for block in (x, y)]
+        out.append(f"- {shown[0]}\n  -> {shown[1]}\n  missing {dict(found_x - found_y)}, "
+                   f"added {dict(found_y - found_x)}")
+    return out
+
+
 def block_elements(block) -> Counter:
     out: Counter = Counter()
     elements(block, out)
@@ -138,6 +152,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("documents", nargs="+", type=Path)
+    parser.add_argument("--differences", action="store_true",
+                        help="print each block whose elements did not come back")
     parser.add_argument("--formats", nargs="+", default=["docx", "odt", "html", "lo.docx",
                                                          "lo.odt"])
     args = parser.parse_args()
@@ -170,6 +186,8 @@ def main() -> None:
                       f"{r['formatting kept']}/{r['blocks']} | {r['code kept']}/{r['code']} | "
                       f"{r['links kept']}/{r['links']} | {r['translated']}/{r['worded']} | "
                       f"{opens(translated)} | {seconds:.1f} |", flush=True)
+                if args.differences:
+                    print("\n".join(differences(*trees)))
 
 
 if __name__ == "__main__":

@@ -233,7 +233,8 @@ def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):
 
 def test_a_word_link_holding_code_takes_the_format_of_most_of_its_text(toy_model, tmp_path):
     """pandoc writes [`Intl` (ECMA-402) support](#intl) as a link of a code run and a plain
-    one; the translated link is one run, formatted as most of its text, not as code."""
+    one; the translated link is one run, formatted as most of its text, not as code. A link
+    that is all code keeps its code as written."""
     import docx
     from docx.enum.style import WD_STYLE_TYPE
     from docx.oxml import OxmlElement
@@ -246,12 +247,18 @@ def test_a_word_link_holding_code_takes_the_format_of_most_of_its_text(toy_model
     paragraph._p.append(link)
     for text, style in (("alpha", "Verbatim Char"), (" beta gamma", None)):
         link.append(paragraph.add_run(text, style=style)._r)  # (moved into the link)
+    paragraph.add_run(" delta ")
+    code_link = OxmlElement("w:hyperlink")  # [`ensurepip`](#ensurepip): all code
+    code_link.set(qn("w:anchor"), "ensurepip")
+    paragraph._p.append(code_link)
+    code_link.append(paragraph.add_run("alpha_beta", style="Verbatim Char")._r)
     path = tmp_path / "in.docx"
     document.save(str(path))
     out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
     links = out.paragraphs[0].hyperlinks
-    assert len(links) == 1 and links[0].runs
+    assert len(links) == 2 and links[0].runs and links[1].runs
     assert all(r.style.name != "Verbatim Char" for r in links[0].runs)
+    assert [(r.text, r.style.name) for r in links[1].runs] == [("alpha_beta", "Verbatim Char")]
 
 
 def odt_document(words: list[str]) -> bytes:

@@ -146,7 +146,8 @@ def _markup(paragraph) -> tuple[str, list]:
     for item, coded in zip(items, code):
         if isinstance(item, Hyperlink):
             parts.append(item._hyperlink)
-            pieces.append((item.text, len(parts) - 1, True, False))
+            pieces.append((item.text, len(parts) - 1, True,
+                           bool(item.runs) and all(_code_run(r, paragraph) for r in item.runs)))
             continue
         if key(item) == base and not coded:
             pieces.append((item.text, None, False, False))

@@ -272,7 +272,8 @@ def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
         else:
             parts.append(child)
             link = child.qname == (_TEXT_NS, "a")
-            code = not link and any(styles.code_span(e, paragraph) for e in _nested(child) or [])
+            code = any(styles.code_span(e, paragraph) for e in _nested(child) or []
+                       if e.qname == (_TEXT_NS, "span"))
             pieces.append(spanned(_text(child), len(parts) - 1, link=link, code=code))
     return "".join(pieces), parts
 
