@@ -22,12 +22,15 @@ reorder the elements), so a row counts:
 - translated: blocks with words outside code whose text changed (pandoc reads the lines of
   a code block in an .odt as paragraphs, which count here though they are kept).
 
-Needs pandoc on the PATH (Debian: apt-get install pandoc).
+Needs pandoc on the PATH (Debian: apt-get install pandoc). To measure another checkout, put
+its ``src`` first on PYTHONPATH.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -175,8 +178,16 @@ def main() -> None:
                 path = Path(tmp) / f"{document.stem}{suffix}"
                 make(document, fmt, path)
                 started = time.perf_counter()
-                out = translate_document(translator, path.read_bytes(), suffix)
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()) as printed:
+                        out = translate_document(translator, path.read_bytes(), suffix)
+                except Exception as err:  # (a checkout under test may fail on a file)
+                    print(f"| {document} | {fmt} | failed: {type(err).__name__}: "
+                          f"{str(err)[:80]} |||||||||", flush=True)
+                    continue
                 seconds = time.perf_counter() - started
+                if printed.getvalue():
+                    print(f"({fmt}: {len(printed.getvalue())} characters printed to stdout)")
                 translated = Path(tmp) / f"{document.stem}.out{suffix}"
                 translated.write_bytes(out)
                 trees = [json.loads(pandoc([str(p), "-t", "json"])) for p in (path, translated)]
