@@ -199,6 +199,71 @@ def test_word_runs_formatted_as_their_paragraph_are_plain_text(toy_model, transl
     assert out.paragraphs[1].text == translator.translate([SENTENCES[4]])[0]
 
 
+W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def with_footnote(docx_bytes: bytes, note: str) -> bytes:
+    """A .docx given a footnotes part holding ``note``, referenced after the first
+    paragraph's second word, as Word and pandoc write footnotes (python-docx writes none)."""
+    import re
+    import zipfile
+    source = zipfile.ZipFile(io.BytesIO(docx_bytes))
+    footnotes = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+                 f'<w:footnotes xmlns:w="{W_NS}">'
+                 '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r>'
+                 '</w:p></w:footnote>'
+                 '<w:footnote w:id="1"><w:p><w:r><w:rPr><w:vertAlign w:val="superscript"/>'
+                 '</w:rPr><w:footnoteRef/></w:r><w:r><w:t xml:space="preserve"> </w:t></w:r>'
+                 f'<w:r><w:t>{note}</w:t></w:r></w:p></w:footnote></w:footnotes>')
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                data = data.replace(b"</Types>", (
+                    b'<Override PartName="/word/footnotes.xml" ContentType="application/'
+                    b'vnd.openxmlformats-officedocument.wordprocessingml.footnotes+xml"/>'
+                    b"</Types>"))
+            elif info.filename == "word/_rels/document.xml.rels":
+                data = data.replace(b"</Relationships>", (
+                    b'<Relationship Id="rIdNotes" Type="http://schemas.openxmlformats.org/'
+                    b'officeDocument/2006/relationships/footnotes" Target="footnotes.xml"/>'
+                    b"</Relationships>"))
+            elif info.filename == "word/document.xml":
+                data = re.sub(rb"(<w:r>(?:(?!</w:r>).)*</w:r>)", rb"\1<w:r><w:rPr><w:vertAlign "
+                              rb'w:val="superscript"/></w:rPr><w:footnoteReference w:id="1"/>'
+                              rb"</w:r>", data, count=1, flags=re.S)
+            target.writestr(info, data)
+        target.writestr("word/footnotes.xml", footnotes)
+    return out.getvalue()
+
+
+def test_word_footnotes_are_translated_and_their_references_kept(toy_model, translator,
+                                                                 tmp_path):
+    """Footnotes (python-docx reads them as bytes only) are translated; the body's reference
+    to one is a point between words: its sentence is still translated whole."""
+    import docx
+    from docx.oxml.ns import qn
+    words = SENTENCES[3].split()
+    document = docx.Document()
+    paragraph = document.add_paragraph()
+    paragraph.add_run(" ".join(words[:2]))
+    paragraph.add_run(" " + " ".join(words[2:]))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    path = tmp_path / "in.docx"
+    path.write_bytes(with_footnote(buffer.getvalue(), SENTENCES[4]))
+    out = run(toy_model, path, tmp_path / "out.docx")
+    translated = docx.Document(io.BytesIO(out))
+    body = translated.paragraphs[0]
+    assert " ".join(body.text.split()) == translator.translate([SENTENCES[3]])[0]  # whole
+    assert len(body._p.findall(f".//{qn('w:footnoteReference')}")) == 1
+    import zipfile
+    notes = zipfile.ZipFile(io.BytesIO(out)).read("word/footnotes.xml").decode()
+    assert translator.translate([SENTENCES[4]])[0] in notes and SENTENCES[4] not in notes
+    assert "<w:footnoteRef/>" in notes and "<w:separator/>" in notes
+
+
 def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):
     """Code stays as written: a paragraph in a code style (pandoc's "Source Code"), and runs
     in a code style ("Verbatim Char") or in a monospaced font their paragraph does not use; a

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import copy
 import io
+from typing import Any
 
 from ..errors import UserError, require
 from . import Job, code_style, monospaced, spanned, stretches
 
 _SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd"}
 _SIMPLE_RUN = {"rPr", "t"}
+# what a run may hold instead of text and stay a point of its sentence: a note's reference
+# (and, in the note, its number), a tab, a line break
+_POINT = {"footnoteReference", "endnoteReference", "footnoteRef", "endnoteRef", "tab", "br"}
+_NOTES = ("/word/footnotes.xml", "/word/endnotes.xml")
 
 
 def _local(tag: str) -> str:
@@ -38,7 +43,8 @@ def translate_docx(data: bytes, job: Job) -> bytes:
         document = docx.Document(io.BytesIO(data))
     except Exception as err:  # python-docx raises zip, XML and package errors alike
         raise UserError(f"not a Word document (.docx): {err}") from None
-    paragraphs = [p for p in _paragraphs(document)
+    notes = _notes(document)
+    paragraphs = [p for p in [*_paragraphs(document), *(p for _, ps in notes for p in ps)]
                   if p.text.strip() and not _code_paragraph(p)]
     whole = [p for p in paragraphs if _simple(p)]
     in_place = [p for p in paragraphs if not _simple(p)]
@@ -51,6 +57,10 @@ def translate_docx(data: bytes, job: Job) -> bytes:
         run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
             run.text[len(run.text.rstrip()):]
     _relabel(document, job)
+    from docx.opc.oxml import serialize_part_xml
+    for part, found in notes:
+        if found:
+            part._blob = serialize_part_xml(found[0]._p.getroottree().getroot())
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
@@ -86,6 +96,24 @@ def _paragraphs(document):
                 yield from of(part)
 
 
+def _notes(document) -> list[tuple[Any, list]]:
+    """The footnotes' and endnotes' parts, each with its notes' paragraphs (python-docx
+    reads these parts as bytes only; the separators Word keeps among them left out)."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import qn
+    from docx.text.paragraph import Paragraph
+    found = []
+    for part in document.part.package.iter_parts():
+        if str(part.partname) not in _NOTES:
+            continue
+        root = parse_xml(part.blob)
+        paragraphs = [Paragraph(p, document._body) for note in root
+                      if note.get(qn("w:type")) in (None, "normal")
+                      for p in note.iter(qn("w:p"))]
+        found.append((part, paragraphs))
+    return found
+
+
 def _styles(style):
     """A python-docx style and the styles it is based on."""
     for _ in range(32):  # (a loop of bases ends)
@@ -116,9 +144,17 @@ def _simple(paragraph) -> bool:
     if any(_local(child.tag) not in _SIMPLE_PARAGRAPH for child in element):
         return False
     for run in element.iter():
-        if _local(run.tag) == "r" and any(_local(c.tag) not in _SIMPLE_RUN for c in run):
+        if _local(run.tag) == "r" and not _point(run) and \
+                any(_local(c.tag) not in _SIMPLE_RUN for c in run):
             return False
     return True
+
+
+def _point(r) -> bool:
+    """Whether a run (w:r) holds a note's reference, a tab or a break and nothing else: a
+    point between words, put back where the words around it went."""
+    inner = [c for c in r if _local(c.tag) != "rPr"]
+    return len(inner) == 1 and _local(inner[0].tag) in _POINT
 
 
 def _markup(paragraph) -> tuple[str, list]:
@@ -136,7 +172,7 @@ def _markup(paragraph) -> tuple[str, list]:
     code = [not isinstance(item, Hyperlink) and _code_run(item, paragraph) for item in items]
     weight: dict[str, int] = {}
     for item, coded in zip(items, code):
-        if not (isinstance(item, Hyperlink) or coded):
+        if not (isinstance(item, Hyperlink) or coded or _point(item._r)):
             weight[key(item)] = weight.get(key(item), 0) + len(item.text)
     base = max(weight, key=lambda k: (weight[k], k == ""), default="")
     parts: list = [next((i._r.rPr for i in items
@@ -149,9 +185,14 @@ def _markup(paragraph) -> tuple[str, list]:
             pieces.append((item.text, len(parts) - 1, True,
                            bool(item.runs) and all(_code_run(r, paragraph) for r in item.runs)))
             continue
+        if _point(item._r):
+            parts.append(item._r)
+            pieces.append(("", len(parts) - 1, False, False))
+            continue
         if key(item) == base and not coded:
             pieces.append((item.text, None, False, False))
         elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
+                and _local(parts[last].tag) == "rPr" \
                 and key(item) == _key(parts[last]):  # formatted alike: one span
             pieces[-1] = (pieces[-1][0] + item.text, *pieces[-1][1:])
         else:
@@ -185,6 +226,9 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
 
     for text, number in stretches(translated):
         part = parts[0 if number is None else number]
+        if part is not None and _local(part.tag) == "r":  # a point: the run as it was
+            element.append(copy.deepcopy(part))
+            continue
         if part is None or _local(part.tag) == "rPr":
             element.append(run(text, part))
             continue
