@@ -447,6 +447,46 @@ def test_opendocument_keeps_code_links_in_spans_and_every_member(toy_model, tran
     assert rest and not set(rest) & set(words)  # translated whole
 
 
+def test_opendocument_notes_and_text_boxes_are_translated_once(toy_model, translator,
+                                                               tmp_path):
+    """A footnote is a point of its paragraph, which is translated whole; the note's own
+    paragraph, and a text box's, are translated once, as paragraphs of their own."""
+    from odf import teletype, text
+    from odf.draw import Frame, TextBox
+    from odf.opendocument import OpenDocumentText, load
+    document = OpenDocumentText()
+    words = SENTENCES[3].split()
+    paragraph = text.P(text=" ".join(words[:2]))
+    note = text.Note(id="ftn1", noteclass="footnote")
+    note.addElement(text.NoteCitation(text="1"))
+    body = text.NoteBody()
+    body.addElement(text.P(text=SENTENCES[4]))
+    note.addElement(body)
+    paragraph.addElement(note)
+    paragraph.addText(" " + " ".join(words[2:]))
+    document.text.addElement(paragraph)
+    framed = text.P(text=SENTENCES[5] + " ")
+    frame = Frame(width="3cm", height="1cm", anchortype="as-char")
+    box = TextBox()
+    box.addElement(text.P(text=SENTENCES[6]))
+    frame.addElement(box)
+    framed.addElement(frame)
+    document.text.addElement(framed)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    path = tmp_path / "in.odt"
+    path.write_bytes(buffer.getvalue())
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odt")))
+    first, note_paragraph, second, boxed = out.getElementsByType(text.P)
+    assert teletype.extractText(note_paragraph) == translator.translate([SENTENCES[4]])[0]
+    assert teletype.extractText(boxed) == translator.translate([SENTENCES[6]])[0]
+    notes = first.getElementsByType(text.Note)
+    assert len(notes) == 1 and teletype.extractText(
+        notes[0].getElementsByType(text.NoteCitation)[0]) == "1"
+    outside = "".join(str(n) for n in first.childNodes if n.nodeType == n.TEXT_NODE)
+    assert " ".join(outside.split()) == translator.translate([SENTENCES[3]])[0]  # whole
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     import zipfile
     buffer = io.BytesIO()

@@ -2,11 +2,12 @@
 headers and footers, translated with its styled spans and links carried by the markup path, as
 Word documents' runs are (``aiayn.documents.word``).
 
-A paragraph whose children are text, ``text:span``, ``text:a`` and ``text:s`` (spaces) becomes
-one sentence of markup (``<span data-r=K>`` per span, ``<a data-h=K>`` per link) and is written
-again from the translation, each span and link a copy of its own with the translated words.
-A paragraph holding anything else (frames, notes, fields, tabs) is translated text node by
-text node in place, so nothing in it is lost.
+A paragraph whose children are text, ``text:span``, ``text:a``, ``text:s`` (spaces) and points
+between words (notes, tabs, line breaks, bookmarks) becomes one sentence of markup (``<span
+data-r=K>`` per span, ``<a data-h=K>`` per link) and is written again from the translation,
+each span and link a copy of its own with the translated words. A paragraph holding anything
+else (frames, fields, pictures) is translated text node by text node in place, so nothing in it
+is lost. A note's own paragraphs are translated as paragraphs of their own, once.
 
 Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a code style
 ("Preformatted Text", and the styles based on it) is left alone, and a span in a code style
@@ -35,6 +36,10 @@ from . import Job, code_style, monospaced, spanned, stretches
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
+# points between words, put back after the words of the word before them: a footnote or
+# endnote (its own paragraphs translated apart), a tab, a line break, bookmarks
+_POINTS = {(_TEXT_NS, name) for name in ("note", "tab", "line-break", "soft-page-break",
+                                         "bookmark", "bookmark-start", "bookmark-end")}
 
 
 _PARTS = ("content.xml", "styles.xml", "meta.xml", "settings.xml")  # what odfpy parses
@@ -231,6 +236,8 @@ def _simple(paragraph) -> bool:
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE:
             continue
+        if child.qname in _POINTS:
+            continue
         if child.qname not in _INLINE:
             return False
         if child.qname != (_TEXT_NS, "s") and _nested(child) is None:
@@ -269,6 +276,9 @@ def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
             pieces.append(spanned(_text(child), None))
+        elif child.qname in _POINTS:
+            parts.append(child)
+            pieces.append(spanned("", len(parts) - 1))
         else:
             parts.append(child)
             link = child.qname == (_TEXT_NS, "a")
@@ -288,6 +298,10 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
         if number is None:
             paragraph.addText(text)
             continue
+        if parts[number].qname in _POINTS:  # itself: a note's paragraphs are translated apart
+            parts[number].parentNode = None
+            paragraph.appendChild(parts[number])
+            continue
         parent = paragraph
         for element in _nested(parts[number]) or [parts[number]]:
             element = copy.copy(element)  # its name and attributes
@@ -298,10 +312,17 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
 
 
 def _text_nodes(node, styles: _Styles, paragraph=None):
-    """The text nodes of a paragraph, but those of its code spans."""
+    """The text nodes of a paragraph, but those of its code spans, its notes and the
+    paragraphs inside it (``_OWN``), which are translated as paragraphs of their own."""
     paragraph = paragraph or node
     for child in node.childNodes:
         if child.nodeType == child.TEXT_NODE:
             yield child
-        elif not (child.qname == (_TEXT_NS, "span") and styles.code_span(child, paragraph)):
+        elif not (child.qname == (_TEXT_NS, "span") and styles.code_span(child, paragraph)
+                  or child.qname in _OWN):
             yield from _text_nodes(child, styles, paragraph)
+
+
+# what a paragraph may hold that is translated on its own: a note (its paragraphs, not its
+# number), a paragraph or heading in a frame's text box
+_OWN = {(_TEXT_NS, "note"), (_TEXT_NS, "p"), (_TEXT_NS, "h")}
