@@ -289,18 +289,19 @@ def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
 
 
 def _rewrite(paragraph, parts: list, translated: str) -> None:
-    for child in list(paragraph.childNodes):
-        if child.nodeType == child.TEXT_NODE:  # (odfpy's removeChild takes elements only)
-            paragraph.childNodes.remove(child)
-        else:
-            paragraph.removeChild(child)
+    # The children are taken off the list by hand: odfpy's removeChild also takes an
+    # element's descendants out of its caches, and a note's paragraphs, still to be
+    # rewritten themselves, are among them.
+    for child in paragraph.childNodes:
+        child.parentNode = None
+    paragraph.childNodes = []
     for text, number in stretches(translated):
         if number is None:
             paragraph.addText(text)
             continue
         if parts[number].qname in _POINTS:  # itself: a note's paragraphs are translated apart
-            parts[number].parentNode = None
-            paragraph.appendChild(parts[number])
+            paragraph.childNodes.append(parts[number])
+            parts[number].parentNode = paragraph
             continue
         parent = paragraph
         for element in _nested(parts[number]) or [parts[number]]:
