@@ -529,6 +529,33 @@ def test_xliff_units(toy_model, translator, tmp_path):
     assert inline.isfuzzy()
 
 
+def test_xliff_units_that_preserve_space_keep_their_lines(toy_model, translator, tmp_path):
+    """po2xliff writes a catalog's strings as units with xml:space="preserve": their lines
+    are translated one by one and their line breaks and edge whitespace kept, as in the
+    catalog; a unit without it is a paragraph."""
+    from translate.storage import xliff
+    wrapped = f"\n{SENTENCES[0]}\n  {SENTENCES[1]}\n"
+    path = tmp_path / "in.xlf"
+    path.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:1.1" version="1.1">
+  <file original="app.po" source-language="en" datatype="po">
+    <body>
+      <trans-unit xml:space="preserve" id="1"><source>{wrapped}</source><target></target>
+      </trans-unit>
+      <trans-unit id="2"><source>{SENTENCES[2]}
+{SENTENCES[3]}</source></trans-unit>
+    </body>
+  </file>
+</xliff>
+""", encoding="utf-8")
+    out = xliff.xlifffile.parsestring(run(toy_model, path, tmp_path / "out.xlf"))
+    kept, loose = out.units
+    first, second = translator.translate([SENTENCES[0], SENTENCES[1]])
+    assert str(kept.target) == f"\n{first}\n  {second}\n"
+    assert str(loose.target) == translator.translate([f"{SENTENCES[2]} {SENTENCES[3]}"],
+                                                     split_sentences=True)[0]
+
+
 def inline_target(unit) -> tuple[str, list[tuple[str, dict]]]:
     """An XLIFF unit's target: its text, and its inline elements with their attributes."""
     target = unit.xmlelement.find(unit.namespaced("target"))

@@ -39,6 +39,24 @@ class Job:
         return cast("list[str]", self.translator.translate(
             texts, self.options, split_sentences=True, glossary=self.glossary))
 
+    def by_line(self, texts: list[str]) -> list[str]:
+        """Texts translated line by line, their line breaks and each line's edge whitespace
+        kept: gettext's strings (msgfmt --check refuses a translation that does not begin
+        and end with a newline where its msgid does) and XLIFF units that preserve space."""
+        lines = [line for t in texts for line in t.split("\n")]
+        todo = [k for k, line in enumerate(lines) if line.strip()]
+        done = self.lines([lines[k].strip() for k in todo])
+        for k, translation in zip(todo, done):
+            line = lines[k]
+            lines[k] = line[:len(line) - len(line.lstrip())] + translation + \
+                line[len(line.rstrip()):]
+        out, at = [], 0
+        for t in texts:
+            n = t.count("\n") + 1
+            out.append("\n".join(lines[at:at + n]))
+            at += n
+        return out
+
     def markup(self, documents: list[str], fmt: str = "html") -> list[str]:
         return self.translator.translate_markup(documents, fmt, self.options,
                                                 glossary=self.glossary)

@@ -38,7 +38,7 @@ def translate_po(data: bytes, job: Job) -> bytes:
             todo.append(entry)
     texts = [t for e in todo for t in ([e.msgid, e.msgid_plural] if e.msgid_plural
                                        else [e.msgid])]
-    out = iter(_translate(job, texts))
+    out = iter(job.by_line(texts))
     for entry in todo:
         if entry.msgid_plural:
             singular, plural = next(out), next(out)
@@ -67,20 +67,3 @@ def _check_strings(text: str) -> None:
         if opened and not _CLOSED.fullmatch(line, opened.end()):
             raise UserError(f"not a gettext catalog: line {number} has a string without its "
                             "closing quote")
-
-
-def _translate(job: Job, texts: list[str]) -> list[str]:
-    """Each text translated line by line, its line breaks and edge whitespace kept."""
-    lines = [line for t in texts for line in t.split("\n")]
-    todo = [k for k, line in enumerate(lines) if line.strip()]
-    done = job.lines([lines[k].strip() for k in todo])
-    for k, translation in zip(todo, done):
-        line = lines[k]
-        lines[k] = line[:len(line) - len(line.lstrip())] + translation + \
-            line[len(line.rstrip()):]
-    out, at = [], 0
-    for t in texts:
-        n = t.count("\n") + 1
-        out.append("\n".join(lines[at:at + n]))
-        at += n
-    return out

@@ -5,7 +5,9 @@ left alone. The target language is set from the checkpoint's pair when the file 
 source with inline elements (1.2's <g>, <x/>, <bx/>, <ex/>, <ph>, <mrk>; 2.0's <pc>, <ph/>,
 <sc/>, <ec/>, <mrk>) goes through the markup path: the sentence is translated whole and each
 element is placed around (or, empty, at) the target words aligned to its own, so the target
-carries the source's elements."""
+carries the source's elements. A unit whose space is preserved (``xml:space="preserve"``, as
+po2xliff writes catalogs' strings) is translated line by line, its line breaks and edge
+whitespace kept, as a catalog's strings are."""
 
 from __future__ import annotations
 
@@ -43,7 +45,10 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     todo = [u for u in units if job.overwrite or not str(u.target or "").strip()]
     plain = [u for u in todo if not len(_source(u))]
     inline = [u for u in todo if len(_source(u))]
-    for unit, text in zip(plain, job.lines([str(u.source) for u in plain])):
+    kept = [u for u in plain if _preserves_space(u)]
+    loose = [u for u in plain if not _preserves_space(u)]
+    for unit, text in zip(kept + loose, job.by_line([str(u.source) for u in kept])
+                          + job.lines([str(u.source) for u in loose])):
         unit.target = text
     sources = [etree.tostring(_source(u), encoding="unicode", with_tail=False) for u in inline]
     for unit, translated in zip(inline, job.markup(sources, "xml")):
@@ -58,6 +63,17 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     if languages and not store.gettargetlanguage():
         store.settargetlanguage(languages["target"])
     return bytes(store)
+
+
+def _preserves_space(unit) -> bool:
+    """Whether a unit's whitespace is its text's (``xml:space="preserve"`` on it or around
+    it, as po2xliff writes catalogs' strings): then its lines are translated one by one and
+    its line breaks and edge whitespace kept."""
+    space = "{http://www.w3.org/XML/1998/namespace}space"
+    for element in (_source(unit), *_source(unit).iterancestors()):
+        if element.get(space) is not None:
+            return element.get(space) == "preserve"
+    return False
 
 
 def _attribute(store, name: str) -> str | None:
