@@ -556,6 +556,29 @@ def test_xliff_units_that_preserve_space_keep_their_lines(toy_model, translator,
                                                      split_sentences=True)[0]
 
 
+def test_a_catalog_through_po2xliff_and_back(toy_model, translator, tmp_path):
+    """A gettext catalog handed over as XLIFF, as translate-toolkit converts it (po2xliff:
+    plural entries as <group>s of forms, strings with space preserved), comes back through
+    xliff2po with every form translated and every string's lines kept."""
+    import polib
+    from translate.convert import po2xliff, xliff2po
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    catalog.append(polib.POEntry(msgid=SENTENCES[0], msgid_plural=SENTENCES[1],
+                                 msgstr_plural={0: "", 1: ""}))
+    catalog.append(polib.POEntry(msgid=f"\n{SENTENCES[2]}\n{SENTENCES[3]}\n", msgstr=""))
+    xlf = io.BytesIO()
+    po2xliff.convertpo(io.BytesIO(str(catalog).encode()), xlf, None)
+    path = tmp_path / "in.xlf"
+    path.write_bytes(xlf.getvalue())
+    back = io.BytesIO()
+    xliff2po.convertxliff(io.BytesIO(run(toy_model, path, tmp_path / "out.xlf")), back, None)
+    plural, lines = [e for e in polib.pofile(back.getvalue().decode()) if e.msgid]
+    assert [plural.msgstr_plural[k] for k in (0, 1)] == translator.translate(SENTENCES[:2])
+    third, fourth = translator.translate(SENTENCES[2:4])
+    assert lines.msgstr == f"\n{third}\n{fourth}\n"
+
+
 def inline_target(unit) -> tuple[str, list[tuple[str, dict]]]:
     """An XLIFF unit's target: its text, and its inline elements with their attributes."""
     target = unit.xmlelement.find(unit.namespaced("target"))

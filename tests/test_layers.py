@@ -8,8 +8,8 @@ import aiayn
 
 # bottom to top; a unit may import units of lower rank only
 LAYERS = [
-    {"config", "detect", "errors", "files", "glossary", "integrity", "markup", "outputs",
-     "placeholders"},
+    {"placeholders"},
+    {"config", "detect", "errors", "files", "glossary", "integrity", "markup", "outputs"},
     {"model"},
     {"runtime"},
     {"data"},

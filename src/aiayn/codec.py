@@ -44,8 +44,10 @@ class Source:
 
 
 def sentences(text: str, language: str) -> list[str]:
-    """The sentences of one line of text (sentencex's rules for ``language``), stripped."""
-    return [s.strip() for s in segment(language, text) if s.strip()]
+    """The sentences of one line of text (sentencex's rules for ``language``), stripped; a
+    placeholder is never cut (``placeholders.unbroken``)."""
+    pieces = ph.unbroken(lambda t: list(segment(language, t)), text)
+    return [s.strip() for s in pieces if s.strip()]
 
 
 def join(translations: list[str]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Callable
 
 PATTERN = re.compile(r"""
     %(?:\d+\$)?[-+\#0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn]
@@ -35,6 +36,25 @@ SENTINEL = re.compile(r"⟦(\d+)⟧")
 def find(text: str) -> list[str]:
     """The placeholders of ``text``, in order."""
     return PATTERN.findall(text)
+
+
+_HIDDEN = re.compile("\ue000(\\d+)\ue001")
+
+
+def unbroken(split: Callable[[str], list[str]], text: str) -> list[str]:
+    """``split(text)``, a sentence splitter's pieces, with no placeholder cut in two: each is
+    hidden behind a word of private-use characters while ``split`` runs. printf's ``%.*s``
+    and ``%.2f`` hold a full stop, after which sentencex ended a sentence, and a translation
+    of each half could keep neither."""
+    found: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        found.append(match.group(0))
+        return f"\ue000{len(found) - 1}\ue001"
+    hidden = PATTERN.sub(hide, text)
+    if not found:
+        return split(text)
+    return [_HIDDEN.sub(lambda m: found[int(m.group(1))], piece) for piece in split(hidden)]
 
 
 def kept(source: str, translation: str) -> bool:

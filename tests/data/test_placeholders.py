@@ -67,6 +67,22 @@ PAIRS = [(f"Open %s file {i} in <b>{'{0}'}</b>", f"Datei {i} %s in <b>{'{0}'}</b
          for i in range(150)]
 
 
+def test_sentences_are_split_around_placeholders_never_through_them():
+    """printf's %.*s and %.2f hold a full stop, after which sentencex ends a sentence: the
+    text codec's splitting (the server's, --split-sentences, --file) and the markup path's
+    keep each placeholder whole."""
+    from sentencex import segment
+
+    from aiayn.codec import sentences
+    from aiayn.markup import Document
+    line = "MSDOS end of file in field name '%.*s'. Rate: %.2f%% of %s. Done."
+    assert any("%.*s" not in piece and "%." in piece for piece in segment("en", line))
+    assert sentences(line, "en") == ["MSDOS end of file in field name '%.*s'.",
+                                     "Rate: %.2f%% of %s.", "Done."]
+    assert Document(f"<p>{line}</p>", "html", language="en").sources == \
+        sentences(line, "en")
+
+
 def test_prepared_data_protects_placeholders_as_single_pieces(tmp_path):
     pairs = PAIRS
     src, tgt = write_pairs(tmp_path, "train", pairs)

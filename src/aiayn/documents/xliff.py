@@ -43,8 +43,10 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     units = [u for u in store.units if not u.isheader() and u.istranslatable()
              and str(u.source or "").strip()]
     todo = [u for u in units if job.overwrite or not str(u.target or "").strip()]
-    plain = [u for u in todo if not len(_source(u))]
-    inline = [u for u in todo if len(_source(u))]
+    plurals = [u for u in todo if u.hasplural()]  # (po2xliff's <group> of a catalog's forms)
+    plain = [u for u in todo if not u.hasplural() and not len(_source(u))]
+    inline = [u for u in todo if not u.hasplural() and len(_source(u))]
+    _translate_plurals(job, plurals)
     kept = [u for u in plain if _preserves_space(u)]
     loose = [u for u in plain if not _preserves_space(u)]
     for unit, text in zip(kept + loose, job.by_line([str(u.source) for u in kept])
@@ -65,6 +67,20 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     return bytes(store)
 
 
+def _translate_plurals(job: Job, units: list) -> None:
+    """Plural units (a catalog's entry with plural forms, as po2xliff groups them): each form
+    gets its own source's translation, as a catalog's forms do."""
+    from translate.misc.multistring import multistring
+    forms = [[str(form) for form in unit.source.strings] for unit in units]
+    texts = [form for unit_forms in forms for form in unit_forms]
+    spaced = [_preserves_space(u) for u in units for _ in u.source.strings]
+    kept = iter(job.by_line([t for t, p in zip(texts, spaced) if p]))
+    loose = iter(job.lines([t for t, p in zip(texts, spaced) if not p]))
+    done = iter([next(kept) if p else next(loose) for p in spaced])
+    for unit, unit_forms in zip(units, forms):
+        unit.target = multistring([next(done) for _ in unit_forms])
+
+
 def _preserves_space(unit) -> bool:
     """Whether a unit's whitespace is its text's (``xml:space="preserve"`` on it or around
     it, as po2xliff writes catalogs' strings): then its lines are translated one by one and
@@ -83,8 +99,11 @@ def _attribute(store, name: str) -> str | None:
 
 
 def _source(unit):
-    """A unit's <source> element."""
-    return unit.xmlelement.find(unit.namespaced("source"))
+    """A unit's <source> element (a plural group's: its first form's)."""
+    element = unit.xmlelement
+    if element.find(unit.namespaced("source")) is None:
+        element = element.find(unit.namespaced("trans-unit")) or element
+    return element.find(unit.namespaced("source"))
 
 
 def _version(data: bytes) -> str:

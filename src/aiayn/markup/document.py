@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from sentencex import segment
 
+from ..placeholders import unbroken
 from .parse import Element, Node, Other, Text, parse_html, parse_xml, raw
 from .place import Span, place, proportional_links, words
 
@@ -221,7 +222,7 @@ class Document:
     def _sentences(self, plain: str, spans: list[Span]) -> list[int]:
         """Units of a segment's text: its sentences, those a span crosses joined."""
         bounds, at = [], 0
-        for sentence in segment(self.language, plain):
+        for sentence in unbroken(lambda t: list(segment(self.language, t)), plain):
             sentence = sentence.strip()
             k = plain.find(sentence, at) if sentence else -1
             if k < 0:
