@@ -264,6 +264,29 @@ def test_word_footnotes_are_translated_and_their_references_kept(toy_model, tran
     assert "<w:footnoteRef/>" in notes and "<w:separator/>" in notes
 
 
+def test_word_text_boxes_are_translated(toy_model, translator, tmp_path):
+    """A text box's paragraphs (in a shape of a run, which python-docx's paragraphs leave
+    out) are translated; the paragraph holding the box keeps its own words and the box."""
+    import docx
+    from docx.oxml.ns import qn
+    from lxml import etree
+    document = docx.Document()
+    paragraph = document.add_paragraph(SENTENCES[0])
+    v = "urn:schemas-microsoft-com:vml"
+    pict = etree.SubElement(paragraph.add_run()._r, qn("w:pict"))
+    box = etree.SubElement(etree.SubElement(etree.SubElement(pict, f"{{{v}}}shape"),
+                                            f"{{{v}}}textbox"), qn("w:txbxContent"))
+    inner = etree.SubElement(etree.SubElement(box, qn("w:p")), qn("w:r"))
+    etree.SubElement(inner, qn("w:t")).text = SENTENCES[1]
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    texts = [t.text for t in out.element.body.iter(qn("w:t"))]
+    first, second = translator.translate(SENTENCES[:2])
+    assert texts == [first, second]
+    assert len(list(out.element.body.iter(qn("w:txbxContent")))) == 1
+
+
 def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):
     """Code stays as written: a paragraph in a code style (pandoc's "Source Code"), and runs
     in a code style ("Verbatim Char") or in a monospaced font their paragraph does not use; a

@@ -1,6 +1,6 @@
-"""Word documents (.docx, python-docx): paragraphs of the body, of tables (nested ones too) and
-of headers and footers, translated with their runs' formatting (bold, italic, fonts...) and
-their hyperlinks carried by the markup path.
+"""Word documents (.docx, python-docx): paragraphs of the body, of tables (nested ones too), of
+headers and footers, of text boxes and of footnotes and endnotes, translated with their
+runs' formatting (bold, italic, fonts...) and their hyperlinks carried by the markup path.
 
 A paragraph's runs become one sentence of markup: a run with formatting of its own is a
 ``<span data-r=K>``, a hyperlink an ``<a data-h=K>``, adjacent runs formatted alike one span;
@@ -44,7 +44,8 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     except Exception as err:  # python-docx raises zip, XML and package errors alike
         raise UserError(f"not a Word document (.docx): {err}") from None
     notes = _notes(document)
-    paragraphs = [p for p in [*_paragraphs(document), *(p for _, ps in notes for p in ps)]
+    paragraphs = [p for p in [*_paragraphs(document), *_boxed(document),
+                              *(p for _, ps in notes for p in ps)]
                   if p.text.strip() and not _code_paragraph(p)]
     whole = [p for p in paragraphs if _simple(p)]
     in_place = [p for p in paragraphs if not _simple(p)]
@@ -94,6 +95,23 @@ def _paragraphs(document):
         for part in (section.header, section.footer):
             if not part.is_linked_to_previous:
                 yield from of(part)
+
+
+def _boxed(document) -> list:
+    """The paragraphs of text boxes (``w:txbxContent``, in a drawing or VML shape of a run),
+    which python-docx's paragraphs leave out: the body's, headers' and footers'. Word writes
+    a box twice, for new readers and old, and both are translated."""
+    from docx.oxml.ns import qn
+    from docx.text.paragraph import Paragraph
+    roots = [document.element.body] + [
+        part.element for section in document.sections
+        for part in (section.header, section.footer) if not part.is_linked_to_previous]
+    found: dict[int, object] = {}
+    for root in roots:
+        for box in root.iter(qn("w:txbxContent")):
+            for p in box.iter(qn("w:p")):
+                found.setdefault(id(p), Paragraph(p, document._body))
+    return list(found.values())
 
 
 def _notes(document) -> list[tuple[Any, list]]:
