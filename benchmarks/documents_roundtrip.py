@@ -2,7 +2,7 @@
 bold and italic stretch, every link and every piece of code still there?
 
     python benchmarks/documents_roundtrip.py --checkpoint RUN DOC.md [DOC.md ...] \
-        [--formats docx odt html lo.docx lo.odt]
+        [--formats docx odt html epub lo.docx lo.odt]
 
 Each Markdown file (real documentation, e.g. a README under /usr/share/doc) is converted by
 pandoc into each format (``lo.docx``, ``lo.odt``: pandoc's HTML page saved by LibreOffice,
@@ -142,7 +142,7 @@ def make(document: Path, fmt: str, out: Path) -> None:
 def opens(path: Path) -> str:
     """Whether LibreOffice opens ``path`` (and finds text in it); '-' where it is not
     installed."""
-    if shutil.which("soffice") is None:
+    if shutil.which("soffice") is None or path.suffix == ".epub":  # (it writes EPUB only)
         return "-"
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["soffice", "--headless", "--convert-to", "txt:Text", "--outdir", tmp,
@@ -157,8 +157,8 @@ def main() -> None:
     parser.add_argument("documents", nargs="+", type=Path)
     parser.add_argument("--differences", action="store_true",
                         help="print each block whose elements did not come back")
-    parser.add_argument("--formats", nargs="+", default=["docx", "odt", "html", "lo.docx",
-                                                         "lo.odt"])
+    parser.add_argument("--formats", nargs="+", default=["docx", "odt", "html", "epub",
+                                                         "lo.docx", "lo.odt"])
     args = parser.parse_args()
     if shutil.which("pandoc") is None:
         sys.exit("pandoc is not on the PATH; install it (Debian: apt-get install pandoc)")

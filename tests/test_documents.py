@@ -514,6 +514,67 @@ def test_opendocument_notes_and_text_boxes_are_translated_once(toy_model, transl
     assert " ".join(outside.split()) == translator.translate([SENTENCES[3]])[0]  # whole
 
 
+def epub_book(chapter: str) -> dict[str, bytes]:
+    """The members of a small EPUB 3 book with an EPUB 2 table of contents, in order."""
+    return {
+        "mimetype": b"application/epub+zip",
+        "META-INF/container.xml": (
+            b'<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:'
+            b'opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/book.opf" '
+            b'media-type="application/oebps-package+xml"/></rootfiles></container>'),
+        "OEBPS/book.opf": (
+            b'<?xml version="1.0" encoding="UTF-8"?><package version="3.0" '
+            b'xmlns="http://www.idpf.org/2007/opf" unique-identifier="id"><metadata '
+            b'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">x'
+            b'</dc:identifier><dc:title>A book</dc:title><dc:language>en-GB</dc:language>'
+            b'</metadata><manifest><item id="ncx" href="toc.ncx" media-type="application/'
+            b'x-dtbncx+xml"/><item id="c1" href="text/chapter%201.xhtml" media-type="'
+            b'application/xhtml+xml"/><item id="css" href="style.css" media-type="text/css"/>'
+            b'</manifest><spine toc="ncx"><itemref idref="c1"/></spine></package>'),
+        "OEBPS/toc.ncx": (
+            f'<?xml version="1.0" encoding="UTF-8"?><ncx version="2005-1" xmlns="http://www.'
+            f'daisy.org/z3986/2005/ncx/"><docTitle><text>{SENTENCES[0]}</text></docTitle>'
+            f'<navMap><navPoint id="n1"><navLabel><text>{SENTENCES[1]}</text></navLabel>'
+            f'<content src="text/chapter%201.xhtml"/></navPoint></navMap></ncx>').encode(),
+        "OEBPS/text/chapter 1.xhtml": chapter.encode(),
+        "OEBPS/style.css": b"code { font-family: monospace; }\n",
+    }
+
+
+def test_epub_books_keep_every_member_and_code(toy_model, translator, tmp_path):
+    """An EPUB's chapters are translated as XHTML (code kept), its table of contents'
+    labels too, its language relabeled; every other member comes back byte for byte, the
+    mimetype first and stored."""
+    import zipfile
+    words = SENTENCES[2].split()
+    chapter = ('<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/'
+               'xhtml" xml:lang="en-GB"><head><title>t</title></head><body><h1>'
+               f'{SENTENCES[3]}</h1><p>{" ".join(words[:2])} <code>make install</code> '
+               f'{" ".join(words[2:])}</p></body></html>')
+    members = epub_book(chapter)
+    path = tmp_path / "in.epub"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as book:
+        for name, data in members.items():
+            book.writestr(name, data, compress_type=zipfile.ZIP_STORED
+                          if name == "mimetype" else zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(io.BytesIO(run(toy_model, path, tmp_path / "out.epub"))) as book:
+        infos = book.infolist()
+        assert [i.filename for i in infos] == list(members)
+        assert infos[0].compress_type == zipfile.ZIP_STORED
+        for name in ("META-INF/container.xml", "OEBPS/style.css"):
+            assert book.read(name) == members[name]
+        out = book.read("OEBPS/text/chapter 1.xhtml").decode()
+        toc = book.read("OEBPS/toc.ncx").decode()
+        opf = book.read("OEBPS/book.opf").decode()
+    import xml.etree.ElementTree as ET
+    ET.fromstring(out.split("\n", 1)[1])  # well-formed
+    assert "<code>make install</code>" in out and 'xml:lang="es"' in out
+    assert f"<h1>{translator.translate([SENTENCES[3]])[0]}</h1>" in out
+    first, second = translator.translate(SENTENCES[:2])
+    assert f"<text>{first}</text>" in toc and f"<text>{second}</text>" in toc
+    assert "<dc:language>es</dc:language>" in opf
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     import zipfile
     buffer = io.BytesIO()
@@ -693,6 +754,13 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
      "its content.xml is not well-formed XML"),
     ("in.odt", _zip({"mimetype": b"application/vnd.oasis.opendocument.text"}),
      "it has no content.xml"),
+    ("in.epub", b"not a zip", "not an EPUB book: it is not a zip archive"),
+    ("in.epub", _zip({"mimetype": b"application/zip"}),
+     "its mimetype member is not application/epub+zip"),
+    ("in.epub", _zip({"mimetype": b"application/epub+zip"}),
+     "it has no META-INF/container.xml"),
+    ("in.epub", _zip({**epub_book("<html/>"), "OEBPS/book.opf": b"<package><broken"}),
+     "its OEBPS/book.opf is not well-formed XML"),
 ])
 def test_bad_files_are_one_line_and_write_nothing(toy_model, tmp_path, capsys, name, content,
                                                   message):
@@ -738,6 +806,8 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
     document.save(buffer)
     files["in.docx"] = buffer.getvalue()
     files["in.odt"] = odt_document(SENTENCES[6].split())
+    files["in.epub"] = _zip(epub_book(
+        '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>alpha beta</p></body></html>'))
     expected = {}
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)

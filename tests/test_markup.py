@@ -90,6 +90,25 @@ def test_blocks_inline_tags_attributes_and_kept_elements():
     assert 'alt="A CAT"' in upper and 'var a = "<b>";' in upper
 
 
+def test_xhtml_is_read_as_xml_and_walked_as_html():
+    """An EPUB chapter or .xhtml page: a list inside a list item is a block of its own, as in
+    HTML (the XML reading took every element inside one with text for a span of its
+    sentence), and the output is still well-formed XML."""
+    import xml.etree.ElementTree as ET
+    page = ('<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/'
+            'xhtml"><body><ul><li>Tell us about it. For instance:<ul><li>The system</li>'
+            '<li>The version<br/></li></ul></li></ul><p>Run <code>make</code> now.</p>'
+            '</body></html>')
+    doc = Document(page, "xml")
+    assert doc.sources == ["Tell us about it.", "For instance:", "The system", "The version",
+                           "Run make now."]
+    out = doc.render([s.upper() for s in doc.sources])
+    ET.fromstring(out.split("\n", 1)[1])
+    assert "<li>THE SYSTEM</li>" in out and "<code>make</code>" in out
+    other = Document("<doc><item>One <b>two</b></item></doc>", "xml")  # other XML: as it was
+    assert other.sources == ["One two"]
+
+
 def test_a_link_whose_text_is_an_address_is_kept_as_written():
     text = ('<p>See <a href="https://example.org/x">https://example.org/x</a> or write to '
             '<a href="mailto:a@b.org">a@b.org</a>, and <a href="/docs">the docs</a>.</p>')

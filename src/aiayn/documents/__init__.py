@@ -1,5 +1,5 @@
 """Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs, Word
-and OpenDocument text documents and XLIFF, each written back in its own format.
+and OpenDocument text documents, EPUB books and XLIFF, each written back in its own format.
 
     out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
 
@@ -11,6 +11,7 @@ line. A file that is not what its extension says is one ``UserError`` naming the
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from ..errors import UserError
 from ..markup import primary_subtag
 
 if TYPE_CHECKING:
+    import zipfile
+
     from ..decode.options import DecodeOptions
     from ..glossary import Glossary
     from ..translate import Translator
@@ -91,8 +94,8 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import gettext, subtitles, text, word, writer, xliff
-    return {".txt": text.translate_text, ".html": text.translate_html,
+    from . import epub, gettext, subtitles, text, word, writer, xliff
+    return {".txt": text.translate_text, ".epub": epub.translate_epub, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
             ".xml": text.translate_xml, ".srt": subtitles.translate_srt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
@@ -102,7 +105,7 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx", ".odt",
-           ".xlf", ".xliff")
+           ".epub", ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:
@@ -121,6 +124,21 @@ def translate_document(translator: "Translator", data: bytes, suffix: str,
     if not data.strip():
         raise UserError("the file is empty; there is nothing to translate")
     return _formats()[suffix](data, Job(translator, options, glossary, overwrite))
+
+
+def repack(archive: "zipfile.ZipFile", written: dict[str, bytes]) -> bytes:
+    """A zip package (.odt, .epub) written again member for member, in its order and each
+    compressed as it was (a mimetype first and stored stays so), ``written``'s members in
+    place of the originals'."""
+    import zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as package:
+        for info in archive.infolist():
+            entry = zipfile.ZipInfo(info.filename, info.date_time)  # (writing takes an
+            entry.compress_type, entry.external_attr = info.compress_type, info.external_attr
+            member = written[info.filename] if info.filename in written else archive.read(info)
+            package.writestr(entry, member)  # entry over, so the original's is not given)
+    return buffer.getvalue()
 
 
 def spanned(text: str, number: int | None, link: bool = False, code: bool = False) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from xml.parsers import expat
 
 from ..errors import UserError, require
-from . import Job, code_style, monospaced, spanned, stretches
+from . import Job, code_style, monospaced, repack, spanned, stretches
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
@@ -76,20 +76,14 @@ def translate_odt(data: bytes, job: Job) -> bytes:
     written = {"content.xml": _versioned(document.contentxml(), archive.read("content.xml"))}
     if "styles.xml" in parsed:
         written["styles.xml"] = _versioned(document.stylesxml(), archive.read("styles.xml"))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as package:
-        for info in archive.infolist():  # in order, each compressed as it was (mimetype not)
-            member = written[info.filename] if info.filename in written else archive.read(info)
-            package.writestr(_like(info), member)
-    return buffer.getvalue()
+    return repack(archive, written)
 
 
 def _readable(archive: zipfile.ZipFile, job: Job) -> tuple[bytes, set[str]]:
     """The package as odfpy can read it, and which of its XML parts it reads
     (``_declarations_spaced``); a part that is not well-formed XML left out (a content.xml so
     is a UserError)."""
-    names = set(archive.namelist())
-    if "content.xml" not in names:
+    if "content.xml" not in archive.namelist():
         raise UserError("not an OpenDocument text (.odt): it has no content.xml")
     parsed, buffer = set(), io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as out:
@@ -107,7 +101,7 @@ def _readable(archive: zipfile.ZipFile, job: Job) -> tuple[bytes, set[str]]:
                              f"({err}); it is copied as it was")
                     continue
                 parsed.add(info.filename)
-            out.writestr(_like(info), member)
+            out.writestr(info.filename, member)
     return buffer.getvalue(), parsed
 
 
@@ -129,13 +123,6 @@ def _versioned(written: bytes | str, original: bytes) -> bytes:
         tag = tag[:-2] + version.group() + b"/>" if tag.endswith(b"/>") \
             else tag[:-1] + version.group() + b">"
     return written[:now.start()] + tag + written[now.end():]
-
-
-def _like(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
-    """A new entry named, dated and compressed as ``info`` (writing takes an entry over)."""
-    new = zipfile.ZipInfo(info.filename, info.date_time)
-    new.compress_type, new.external_attr = info.compress_type, info.external_attr
-    return new
 
 
 _ROOT = re.compile(rb"<(?![?!])[^>]*>")

@@ -101,8 +101,9 @@ def _attribute(store, name: str) -> str | None:
 def _source(unit):
     """A unit's <source> element (a plural group's: its first form's)."""
     element = unit.xmlelement
-    if element.find(unit.namespaced("source")) is None:
-        element = element.find(unit.namespaced("trans-unit")) or element
+    first = element.find(unit.namespaced("trans-unit"))
+    if element.find(unit.namespaced("source")) is None and first is not None:
+        element = first
     return element.find(unit.namespaced("source"))
 
 

@@ -1,16 +1,16 @@
 """A document with inline markup as the sentences a model translates, and back.
 
-Block elements (p, li, td, h1, div, br, ... in HTML; in XML, every element that holds no text
-of its own) delimit segments; inline elements (b, i, a, span, code, ...; in XML, every element
-inside one that holds text) are taken out of the text as spans (``aiayn.markup.place``). A
-segment's text, its whitespace collapsed, is split into sentences (sentencex, as the server
-splits paragraphs); sentences that a span joins are translated together. ``title``, ``alt`` and
-``placeholder`` attributes are sentences too. Elements marked ``translate="no"`` (or class
-``notranslate``) and code, kbd, samp, pre, script, style, svg and math are written as they were,
-inline ones in place of the target words aligned to their text; so is a link whose text is an
-address (``<a href=...>https://example.org/</a>``, an e-mail address), which no language writes
-otherwise. Entities written in a segment
-are written again where their characters come back.
+Block elements (p, li, td, h1, div, br, ... in HTML and XHTML; in other XML, every element that
+holds no text of its own) delimit segments; inline elements (b, i, a, span, code, ...; in XML,
+every element inside one that holds text) are taken out of the text as spans
+(``aiayn.markup.place``). A segment's text, its whitespace collapsed, is split into sentences
+(sentencex, as the server splits paragraphs); sentences that a span joins are translated
+together. ``title``, ``alt`` and ``placeholder`` attributes are sentences too. Elements marked
+``translate="no"`` (or class ``notranslate``) and code, kbd, samp, pre, script, style, svg and
+math are written as they were, inline ones in place of the target words aligned to their text;
+so is a link whose text is an address (``<a href=...>https://example.org/</a>``, an e-mail
+address), which no language writes otherwise. Entities written in a segment are written again
+where their characters come back.
 
     doc = Document(markup, "html", language="en")
     translations = translate(doc.sources)
@@ -99,6 +99,8 @@ class Document:
         self.xml = fmt == "xml"
         self.language, self.target = language, target
         root, self.problems = parse_xml(markup) if self.xml else parse_html(markup)
+        if self.xml and _xhtml(root):
+            self.xml = False  # XHTML: read as XML, written as it was, walked as HTML
         self._units: list[_Unit] = []
         self._items: list[str | _Segment | _StartTag] = []
         self._walk(root)
@@ -306,6 +308,15 @@ class Document:
                                        fallback=fallback.get(i, [])))
                 out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
         return "".join(out)
+
+
+def _xhtml(root: Element) -> bool:
+    """Whether a document parsed as XML is XHTML (an EPUB's chapters, an .xhtml page): its
+    blocks and inline elements are HTML's, which the XML reading (a block is what holds no
+    text) does not know. A list inside a list item was a span of the item's sentence."""
+    top = next((c for c in root.children if isinstance(c, Element)), None)
+    return top is not None and top.tag == "html" and \
+        top.attr("xmlns") == "http://www.w3.org/1999/xhtml"
 
 
 def primary_subtag(code: str) -> str:
