@@ -575,6 +575,45 @@ def test_epub_books_keep_every_member_and_code(toy_model, translator, tmp_path):
     assert "<dc:language>es</dc:language>" in opf
 
 
+def test_opendocument_presentations_are_translated(toy_model, translator, tmp_path):
+    """An .odp: each slide's text boxes, and the speaker's notes, are translated as an
+    .odt's paragraphs are; the slides and their frames stay."""
+    from odf import teletype, text
+    from odf.draw import Frame, Page, TextBox
+    from odf.opendocument import OpenDocumentPresentation, load
+    from odf.presentation import Notes
+    from odf.style import MasterPage, PageLayout
+    document = OpenDocumentPresentation()
+    layout = PageLayout(name="layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="master", pagelayoutname=layout)
+    document.masterstyles.addElement(master)
+    for k in range(2):
+        page = Page(name=f"slide{k}", masterpagename=master)
+        frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
+        box = TextBox()
+        box.addElement(text.P(text=SENTENCES[k]))
+        frame.addElement(box)
+        page.addElement(frame)
+        notes = Notes()
+        notes_frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
+        notes_box = TextBox()
+        notes_box.addElement(text.P(text=SENTENCES[k + 2]))
+        notes_frame.addElement(notes_box)
+        notes.addElement(notes_frame)
+        page.addElement(notes)
+        document.presentation.addElement(page)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    path = tmp_path / "in.odp"
+    path.write_bytes(buffer.getvalue())
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odp")))
+    assert out.mimetype == "application/vnd.oasis.opendocument.presentation"
+    assert len(out.getElementsByType(Page)) == 2
+    said = [teletype.extractText(p) for p in out.getElementsByType(text.P)]
+    assert sorted(said) == sorted(translator.translate(SENTENCES[:4]))
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     import zipfile
     buffer = io.BytesIO()
@@ -754,6 +793,7 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
      "its content.xml is not well-formed XML"),
     ("in.odt", _zip({"mimetype": b"application/vnd.oasis.opendocument.text"}),
      "it has no content.xml"),
+    ("in.odp", b"PK\x03\x04 no", "not an OpenDocument presentation (.odp)"),
     ("in.epub", b"not a zip", "not an EPUB book: it is not a zip archive"),
     ("in.epub", _zip({"mimetype": b"application/zip"}),
      "its mimetype member is not application/epub+zip"),

@@ -1,5 +1,6 @@
-"""Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs, Word
-and OpenDocument text documents, EPUB books and XLIFF, each written back in its own format.
+"""Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs,
+Word and OpenDocument documents and presentations, EPUB books and XLIFF, each written back
+in its own format.
 
     out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
 
@@ -100,12 +101,13 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".xml": text.translate_xml, ".srt": subtitles.translate_srt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
+            ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
             ".xlf": xliff.translate_xliff,
             ".xliff": xliff.translate_xliff}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx", ".odt",
-           ".epub", ".xlf", ".xliff")
+           ".odp", ".epub", ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:

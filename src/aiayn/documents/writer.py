@@ -1,6 +1,7 @@
-"""OpenDocument text (.odt, odfpy): every paragraph and heading, in the body, tables, lists,
-headers and footers, translated with its styled spans and links carried by the markup path, as
-Word documents' runs are (``aiayn.documents.word``).
+"""OpenDocument text and presentations (.odt, .odp; odfpy): every paragraph and heading, in
+the body, tables, lists, frames, slides and their notes, headers and footers, translated
+with its styled spans and links carried by the markup path, as Word documents' runs are
+(``aiayn.documents.word``).
 
 A paragraph whose children are text, ``text:span``, ``text:a``, ``text:s`` (spaces) and points
 between words (notes, tabs, line breaks, bookmarks) becomes one sentence of markup (``<span
@@ -45,19 +46,21 @@ _POINTS = {(_TEXT_NS, name) for name in ("note", "tab", "line-break", "soft-page
 _PARTS = ("content.xml", "styles.xml", "meta.xml", "settings.xml")  # what odfpy parses
 
 
-def translate_odt(data: bytes, job: Job) -> bytes:
+def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
+    """An OpenDocument file translated: a text, or (``kind``) a presentation, whose slides'
+    frames and notes hold paragraphs as a text's body does."""
     require("odf", "OpenDocument files", "documents")
     from odf import teletype, text
     from odf.opendocument import load
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-        readable, parsed = _readable(archive, job)
+        readable, parsed = _readable(archive, job, kind)
         with contextlib.redirect_stdout(io.StringIO()):  # (odfpy prints what it can't parse)
             document = load(io.BytesIO(readable))
     except UserError:
         raise
     except Exception as err:  # zipfile and odfpy raise zip, XML and key errors alike
-        raise UserError(f"not an OpenDocument text (.odt): {err}") from None
+        raise UserError(f"not an OpenDocument {kind}: {err}") from None
     styles = _Styles(document)
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
                   if teletype.extractText(p).strip() and not styles.code_paragraph(p)]
@@ -79,12 +82,12 @@ def translate_odt(data: bytes, job: Job) -> bytes:
     return repack(archive, written)
 
 
-def _readable(archive: zipfile.ZipFile, job: Job) -> tuple[bytes, set[str]]:
+def _readable(archive: zipfile.ZipFile, job: Job, kind: str) -> tuple[bytes, set[str]]:
     """The package as odfpy can read it, and which of its XML parts it reads
     (``_declarations_spaced``); a part that is not well-formed XML left out (a content.xml so
     is a UserError)."""
     if "content.xml" not in archive.namelist():
-        raise UserError("not an OpenDocument text (.odt): it has no content.xml")
+        raise UserError(f"not an OpenDocument {kind}: it has no content.xml")
     parsed, buffer = set(), io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as out:
         for info in archive.infolist():
@@ -95,7 +98,7 @@ def _readable(archive: zipfile.ZipFile, job: Job) -> tuple[bytes, set[str]]:
                     expat.ParserCreate(namespace_separator=" ").Parse(member, True)
                 except expat.ExpatError as err:
                     if info.filename == "content.xml":
-                        raise UserError(f"not an OpenDocument text (.odt): its content.xml "
+                        raise UserError(f"not an OpenDocument {kind}: its content.xml "
                                         f"is not well-formed XML ({err})") from None
                     job.warn(f"the document's {info.filename} is not well-formed XML "
                              f"({err}); it is copied as it was")
