@@ -278,6 +278,9 @@ def test_word_text_boxes_are_translated(toy_model, translator, tmp_path):
                                             f"{{{v}}}textbox"), qn("w:txbxContent"))
     inner = etree.SubElement(etree.SubElement(box, qn("w:p")), qn("w:r"))
     etree.SubElement(inner, qn("w:t")).text = SENTENCES[1]
+    footer = document.sections[0].footer
+    footer.is_linked_to_previous = False  # (a footer of its own is looked in too)
+    footer.paragraphs[0].text = SENTENCES[2]
     path = tmp_path / "in.docx"
     document.save(str(path))
     out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
@@ -285,6 +288,7 @@ def test_word_text_boxes_are_translated(toy_model, translator, tmp_path):
     first, second = translator.translate(SENTENCES[:2])
     assert texts == [first, second]
     assert len(list(out.element.body.iter(qn("w:txbxContent")))) == 1
+    assert out.sections[0].footer.paragraphs[0].text == translator.translate([SENTENCES[2]])[0]
 
 
 def test_word_documents_keep_code_as_written(toy_model, translator, tmp_path):

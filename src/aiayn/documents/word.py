@@ -104,7 +104,7 @@ def _boxed(document) -> list:
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
     roots = [document.element.body] + [
-        part.element for section in document.sections
+        part._element for section in document.sections
         for part in (section.header, section.footer) if not part.is_linked_to_previous]
     found: dict[int, object] = {}
     for root in roots:
