@@ -264,9 +264,24 @@ def test_word_footnotes_are_translated_and_their_references_kept(toy_model, tran
     assert "<w:footnoteRef/>" in notes and "<w:separator/>" in notes
 
 
-def test_word_text_boxes_are_translated(toy_model, translator, tmp_path):
-    """A text box's paragraphs (in a shape of a run, which python-docx's paragraphs leave
-    out) are translated; the paragraph holding the box keeps its own words and the box."""
+def test_a_merged_word_cell_is_translated_once(toy_model):
+    """python-docx lists a merged cell once for each grid cell it spans; its paragraphs are
+    translated once."""
+    import docx
+
+    from aiayn.documents import word
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).merge(table.cell(1, 1)).text = SENTENCES[0]
+    assert len([c for row in table.rows for c in row.cells]) == 4  # (the same cell, 4 times)
+    assert [p.text for p in word._paragraphs(document)] == [SENTENCES[0]]
+
+
+def test_word_text_boxes_and_content_controls_are_translated(toy_model, translator,
+                                                             tmp_path):
+    """A text box's paragraphs (in a shape of a run) and a content control's (Word's table
+    of contents, a template's cover page), which python-docx's paragraphs leave out, are
+    translated; the paragraph holding the box keeps its own words and the box."""
     import docx
     from docx.oxml.ns import qn
     from lxml import etree
@@ -281,12 +296,15 @@ def test_word_text_boxes_are_translated(toy_model, translator, tmp_path):
     footer = document.sections[0].footer
     footer.is_linked_to_previous = False  # (a footer of its own is looked in too)
     footer.paragraphs[0].text = SENTENCES[2]
+    control = etree.SubElement(document.element.body, qn("w:sdt"))  # a content control,
+    controlled = etree.SubElement(etree.SubElement(control, qn("w:sdtContent")), qn("w:p"))
+    etree.SubElement(etree.SubElement(controlled, qn("w:r")), qn("w:t")).text = SENTENCES[3]
+    document.element.body.append(document.element.body.sectPr)  # (before the section's end)
     path = tmp_path / "in.docx"
     document.save(str(path))
     out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
     texts = [t.text for t in out.element.body.iter(qn("w:t"))]
-    first, second = translator.translate(SENTENCES[:2])
-    assert texts == [first, second]
+    assert texts == translator.translate([SENTENCES[0], SENTENCES[1], SENTENCES[3]])
     assert len(list(out.element.body.iter(qn("w:txbxContent")))) == 1
     assert out.sections[0].footer.paragraphs[0].text == translator.translate([SENTENCES[2]])[0]
 

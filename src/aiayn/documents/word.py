@@ -1,6 +1,7 @@
-"""Word documents (.docx, python-docx): paragraphs of the body, of tables (nested ones too), of
-headers and footers, of text boxes and of footnotes and endnotes, translated with their
-runs' formatting (bold, italic, fonts...) and their hyperlinks carried by the markup path.
+"""Word documents (.docx, python-docx): paragraphs of the body, of tables (nested ones too),
+of headers and footers, of text boxes, content controls, footnotes and endnotes, translated
+with their runs' formatting (bold, italic, fonts...) and their hyperlinks carried by the
+markup path.
 
 A paragraph's runs become one sentence of markup: a run with formatting of its own is a
 ``<span data-r=K>``, a hyperlink an ``<a data-h=K>``, adjacent runs formatted alike one span;
@@ -44,7 +45,8 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     except Exception as err:  # python-docx raises zip, XML and package errors alike
         raise UserError(f"not a Word document (.docx): {err}") from None
     notes = _notes(document)
-    paragraphs = [p for p in [*_paragraphs(document), *_boxed(document),
+    listed = list(_paragraphs(document))
+    paragraphs = [p for p in [*listed, *_others(document, listed),
                               *(p for _, ps in notes for p in ps)]
                   if p.text.strip() and not _code_paragraph(p)]
     whole = [p for p in paragraphs if _simple(p)]
@@ -83,7 +85,17 @@ def _relabel(document, job: Job) -> None:
 
 
 def _paragraphs(document):
-    """Every paragraph: the body's, its tables' (and theirs), headers' and footers'."""
+    """Every paragraph once: the body's, its tables' (and theirs), headers' and footers'. (A
+    merged cell is in python-docx's rows once for each grid cell it spans, and its
+    paragraphs were translated that many times.)"""
+    seen: set[int] = set()
+    for paragraph in _listed(document):
+        if id(paragraph._p) not in seen:
+            seen.add(id(paragraph._p))
+            yield paragraph
+
+
+def _listed(document):
     def of(container):
         yield from container.paragraphs
         for table in getattr(container, "tables", []):
@@ -97,21 +109,24 @@ def _paragraphs(document):
                 yield from of(part)
 
 
-def _boxed(document) -> list:
-    """The paragraphs of text boxes (``w:txbxContent``, in a drawing or VML shape of a run),
-    which python-docx's paragraphs leave out: the body's, headers' and footers'. Word writes
-    a box twice, for new readers and old, and both are translated."""
+def _others(document, listed: list) -> list:
+    """The paragraphs python-docx's lists (``listed``) leave out, under the body and the
+    headers and footers: those of text boxes (``w:txbxContent``, in a shape of a run; Word
+    writes a box twice, for new readers and old, and both are translated) and of content
+    controls (``w:sdt``: Word's table of contents, a template's title and cover page)."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
     roots = [document.element.body] + [
         part._element for section in document.sections
         for part in (section.header, section.footer) if not part.is_linked_to_previous]
-    found: dict[int, object] = {}
+    seen = {id(p._p) for p in listed}
+    found = []
     for root in roots:
-        for box in root.iter(qn("w:txbxContent")):
-            for p in box.iter(qn("w:p")):
-                found.setdefault(id(p), Paragraph(p, document._body))
-    return list(found.values())
+        for p in root.iter(qn("w:p")):
+            if id(p) not in seen:
+                seen.add(id(p))
+                found.append(Paragraph(p, document._body))
+    return found
 
 
 def _notes(document) -> list[tuple[Any, list]]:
