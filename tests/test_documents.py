@@ -264,6 +264,37 @@ def test_word_footnotes_are_translated_and_their_references_kept(toy_model, tran
     assert "<w:footnoteRef/>" in notes and "<w:separator/>" in notes
 
 
+def png() -> bytes:
+    """A one-pixel PNG."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + \
+            struct.pack(">I", zlib.crc32(kind + data))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+
+
+def test_a_picture_in_a_word_paragraph_is_a_point_of_its_sentence(toy_model, translator,
+                                                                  tmp_path):
+    """A picture in the line (an icon, a screenshot) stays in its paragraph, which is
+    translated whole, not run by run."""
+    import docx
+    from docx.oxml.ns import qn
+    words = SENTENCES[4].split()
+    document = docx.Document()
+    paragraph = document.add_paragraph(" ".join(words[:2]) + " ")
+    paragraph.add_run().add_picture(io.BytesIO(png()))
+    paragraph.add_run(" " + " ".join(words[2:]))
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    translated = out.paragraphs[0]
+    assert " ".join(translated.text.split()) == translator.translate([SENTENCES[4]])[0]
+    assert len(translated._p.findall(f".//{qn('w:drawing')}")) == 1
+
+
 def test_a_merged_word_cell_is_translated_once(toy_model):
     """python-docx lists a merged cell once for each grid cell it spans; its paragraphs are
     translated once."""
@@ -303,8 +334,13 @@ def test_word_text_boxes_and_content_controls_are_translated(toy_model, translat
     path = tmp_path / "in.docx"
     document.save(str(path))
     out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
-    texts = [t.text for t in out.element.body.iter(qn("w:t"))]
-    assert texts == translator.translate([SENTENCES[0], SENTENCES[1], SENTENCES[3]])
+    first, boxed, controlled = translator.translate([SENTENCES[0], SENTENCES[1], SENTENCES[3]])
+    outer = out.element.body[0]  # its words translated whole, the shape among them
+    assert " ".join("".join(t.text for t in r.iter(qn("w:t")) if r.find(qn("w:pict")) is None)
+                    for r in outer.findall(qn("w:r"))).split() == first.split()
+    box_out = next(out.element.body.iter(qn("w:txbxContent")))
+    assert [t.text for t in box_out.iter(qn("w:t"))] == [boxed]
+    assert controlled in [t.text for t in out.element.body.iter(qn("w:t"))]
     assert len(list(out.element.body.iter(qn("w:txbxContent")))) == 1
     assert out.sections[0].footer.paragraphs[0].text == translator.translate([SENTENCES[2]])[0]
 

@@ -29,8 +29,10 @@ from . import Job, code_style, monospaced, spanned, stretches
 _SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd"}
 _SIMPLE_RUN = {"rPr", "t"}
 # what a run may hold instead of text and stay a point of its sentence: a note's reference
-# (and, in the note, its number), a tab, a line break
-_POINT = {"footnoteReference", "endnoteReference", "footnoteRef", "endnoteRef", "tab", "br"}
+# (and, in the note, its number), a tab, a line break, a picture or shape in the line (a text
+# box's paragraphs are translated on their own)
+_POINT = {"footnoteReference", "endnoteReference", "footnoteRef", "endnoteRef", "tab", "br",
+          "drawing", "pict", "AlternateContent"}  # (Word's drawing with its VML fallback)
 _NOTES = ("/word/footnotes.xml", "/word/endnotes.xml")
 
 
@@ -184,8 +186,8 @@ def _simple(paragraph) -> bool:
 
 
 def _point(r) -> bool:
-    """Whether a run (w:r) holds a note's reference, a tab or a break and nothing else: a
-    point between words, put back where the words around it went."""
+    """Whether a run (w:r) holds a note's reference, a tab, a break or a picture and nothing
+    else: a point between words, put back where the words around it went."""
     inner = [c for c in r if _local(c.tag) != "rPr"]
     return len(inner) == 1 and _local(inner[0].tag) in _POINT
 
@@ -259,8 +261,8 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
 
     for text, number in stretches(translated):
         part = parts[0 if number is None else number]
-        if part is not None and _local(part.tag) == "r":  # a point: the run as it was
-            element.append(copy.deepcopy(part))
+        if part is not None and _local(part.tag) == "r":  # a point: the run itself (a text
+            element.append(part)  # box in it is translated apart, before or after this)
             continue
         if part is None or _local(part.tag) == "rPr":
             element.append(run(text, part))
