@@ -672,13 +672,19 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
     assert sorted(said) == sorted(translator.translate(SENTENCES[:4]))
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
+def _zip(members: dict[str, bytes], damaged: str | None = None) -> bytes:
+    """A zip of ``members``, stored; ``damaged``: a member whose bytes no longer match its
+    checksum."""
     import zipfile
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in members.items():
             archive.writestr(name, data)
-    return buffer.getvalue()
+    data = buffer.getvalue()
+    if damaged is not None:
+        at = data.index(members[damaged])
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
+    return data
 
 
 XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -859,6 +865,8 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
      "it has no META-INF/container.xml"),
     ("in.epub", _zip({**epub_book("<html/>"), "OEBPS/book.opf": b"<package><broken"}),
      "its OEBPS/book.opf is not well-formed XML"),
+    ("in.epub", _zip(epub_book("<html>a chapter</html>"), damaged="OEBPS/text/chapter 1.xhtml"),
+     "not an EPUB book: Bad CRC-32 for file 'OEBPS/text/chapter 1.xhtml'"),
 ])
 def test_bad_files_are_one_line_and_write_nothing(toy_model, tmp_path, capsys, name, content,
                                                   message):

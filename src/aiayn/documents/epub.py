@@ -8,12 +8,14 @@ order, the ``mimetype`` first and stored as the format requires.
 
 from __future__ import annotations
 
+import io
 import posixpath
 import zipfile
+import zlib
 from urllib.parse import unquote
 
 from ..data import charset
-from ..errors import UserError
+from ..errors import UserError, require
 from . import Job, repack
 
 _OPF = "{http://www.idpf.org/2007/opf}"
@@ -23,11 +25,18 @@ _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 
 
 def translate_epub(data: bytes, job: Job) -> bytes:
-    import io
+    require("lxml", "EPUB books", "documents")
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise UserError("not an EPUB book: it is not a zip archive") from None
+    try:
+        return _translate(archive, job)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as err:  # a member that does not read
+        raise UserError(f"not an EPUB book: {err}") from None
+
+
+def _translate(archive: zipfile.ZipFile, job: Job) -> bytes:
     names = set(archive.namelist())
     if "mimetype" not in names or \
             archive.read("mimetype").strip() != b"application/epub+zip":
