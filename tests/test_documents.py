@@ -528,12 +528,30 @@ def test_opendocument_keeps_code_links_in_spans_and_every_member(toy_model, tran
     assert rest and not set(rest) & set(words)  # translated whole
 
 
+def text_frame(words: str, **size):
+    """An OpenDocument frame holding a text box of one paragraph."""
+    from odf import text
+    from odf.draw import Frame, TextBox
+    frame = Frame(**size)
+    box = TextBox()
+    box.addElement(text.P(text=words))
+    frame.addElement(box)
+    return frame
+
+
+def saved(document, path) -> bytes:
+    """An odfpy document written to ``path``; its bytes."""
+    buffer = io.BytesIO()
+    document.save(buffer)
+    path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
+
+
 def test_opendocument_notes_and_text_boxes_are_translated_once(toy_model, translator,
                                                                tmp_path):
     """A footnote is a point of its paragraph, which is translated whole; the note's own
     paragraph, and a text box's, are translated once, as paragraphs of their own."""
     from odf import teletype, text
-    from odf.draw import Frame, TextBox
     from odf.opendocument import OpenDocumentText, load
     document = OpenDocumentText()
     words = SENTENCES[3].split()
@@ -550,16 +568,10 @@ def test_opendocument_notes_and_text_boxes_are_translated_once(toy_model, transl
     paragraph.addText(" " + " ".join(words[2:]))
     document.text.addElement(paragraph)
     framed = text.P(text=SENTENCES[5] + " ")
-    frame = Frame(width="3cm", height="1cm", anchortype="as-char")
-    box = TextBox()
-    box.addElement(text.P(text=SENTENCES[6]))
-    frame.addElement(box)
-    framed.addElement(frame)
+    framed.addElement(text_frame(SENTENCES[6], width="3cm", height="1cm", anchortype="as-char"))
     document.text.addElement(framed)
-    buffer = io.BytesIO()
-    document.save(buffer)
     path = tmp_path / "in.odt"
-    path.write_bytes(buffer.getvalue())
+    saved(document, path)
     out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odt")))
     first, note_paragraph, second, boxed = out.getElementsByType(text.P)
     assert " ".join(teletype.extractText(note_paragraph).split()) == \
@@ -637,7 +649,7 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
     """An .odp: each slide's text boxes, and the speaker's notes, are translated as an
     .odt's paragraphs are; the slides and their frames stay."""
     from odf import teletype, text
-    from odf.draw import Frame, Page, TextBox
+    from odf.draw import Page
     from odf.opendocument import OpenDocumentPresentation, load
     from odf.presentation import Notes
     from odf.style import MasterPage, PageLayout
@@ -648,23 +660,14 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
     document.masterstyles.addElement(master)
     for k in range(2):
         page = Page(name=f"slide{k}", masterpagename=master)
-        frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
-        box = TextBox()
-        box.addElement(text.P(text=SENTENCES[k]))
-        frame.addElement(box)
-        page.addElement(frame)
+        size = {"width": "20cm", "height": "3cm", "x": "1cm", "y": "1cm"}
+        page.addElement(text_frame(SENTENCES[k], **size))
         notes = Notes()
-        notes_frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
-        notes_box = TextBox()
-        notes_box.addElement(text.P(text=SENTENCES[k + 2]))
-        notes_frame.addElement(notes_box)
-        notes.addElement(notes_frame)
+        notes.addElement(text_frame(SENTENCES[k + 2], **size))
         page.addElement(notes)
         document.presentation.addElement(page)
-    buffer = io.BytesIO()
-    document.save(buffer)
     path = tmp_path / "in.odp"
-    path.write_bytes(buffer.getvalue())
+    saved(document, path)
     out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odp")))
     assert out.mimetype == "application/vnd.oasis.opendocument.presentation"
     assert len(out.getElementsByType(Page)) == 2
