@@ -136,10 +136,11 @@ def repack(archive: "zipfile.ZipFile", written: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as package:
         for info in archive.infolist():
-            entry = zipfile.ZipInfo(info.filename, info.date_time)  # (writing takes an
+            # a new entry: writing one takes it over, and the original's is still read
+            entry = zipfile.ZipInfo(info.filename, info.date_time)
             entry.compress_type, entry.external_attr = info.compress_type, info.external_attr
             member = written[info.filename] if info.filename in written else archive.read(info)
-            package.writestr(entry, member)  # entry over, so the original's is not given)
+            package.writestr(entry, member)
     return buffer.getvalue()
 
 
