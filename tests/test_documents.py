@@ -596,7 +596,7 @@ def epub_book(chapter: str) -> dict[str, bytes]:
             b'<?xml version="1.0" encoding="UTF-8"?><package version="3.0" '
             b'xmlns="http://www.idpf.org/2007/opf" unique-identifier="id"><metadata '
             b'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">x'
-            b'</dc:identifier><dc:title>A book</dc:title><dc:language>en-GB</dc:language>'
+            b'</dc:identifier><dc:title>alpha beta</dc:title><dc:language>en-GB</dc:language>'
             b'</metadata><manifest><item id="ncx" href="toc.ncx" media-type="application/'
             b'x-dtbncx+xml"/><item id="c1" href="text/chapter%201.xhtml" media-type="'
             b'application/xhtml+xml"/><item id="css" href="style.css" media-type="text/css"/>'
@@ -643,6 +643,7 @@ def test_epub_books_keep_every_member_and_code(toy_model, translator, tmp_path):
     first, second = translator.translate(SENTENCES[:2])
     assert f"<text>{first}</text>" in toc and f"<text>{second}</text>" in toc
     assert "<dc:language>es</dc:language>" in opf
+    assert f"<dc:title>{translator.translate(['alpha beta'])[0]}</dc:title>" in opf
 
 
 def test_opendocument_presentations_are_translated(toy_model, translator, tmp_path):

@@ -1,9 +1,10 @@
 """EPUB books (a zip of XHTML; LibreTranslate's file translation reads them too): every content
 document the package's manifest lists (``application/xhtml+xml``, EPUB 3's navigation document
 among them) is translated as XHTML through the markup path, the labels of EPUB 2's table of
-contents (the NCX) line by line, and the book's ``dc:language`` becomes the target where it
-named the source. Every other member (styles, pictures, fonts) is copied as it was, in its
-order, the ``mimetype`` first and stored as the format requires.
+contents (the NCX) and the book's title and description line by line, and the book's
+``dc:language`` becomes the target where it named the source. Every other member (styles,
+pictures, fonts) is copied as it was, in its order, the ``mimetype`` first and stored as the
+format requires.
 """
 
 from __future__ import annotations
@@ -61,12 +62,16 @@ def _translate(archive: zipfile.ZipFile, job: Job) -> bytes:
         written[path] = encoding.write(out)
     for path in tables:
         written[path] = _translate_ncx(archive, path, job)
-    relabeled = False
+    changed = False
     for language in opf.iter(f"{_DC}language"):
         target = job.relabeled((language.text or "").strip())
         if target is not None:
-            language.text, relabeled = target, True
-    if relabeled:
+            language.text, changed = target, True
+    told = [e for name in ("title", "description") for e in opf.iter(f"{_DC}{name}")
+            if (e.text or "").strip() and not len(e)]
+    for element, translation in zip(told, job.lines([e.text.strip() for e in told])):
+        element.text, changed = translation, True
+    if changed:
         written[package] = _serialize(opf)
     return repack(archive, written)
 
