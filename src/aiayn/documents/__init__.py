@@ -144,15 +144,16 @@ def repack(archive: "zipfile.ZipFile", written: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def spanned(text: str, number: int | None, link: bool = False, code: bool = False) -> str:
+def spanned(text: str, number: int | None, link: bool = False, code: bool = False,
+            point: bool = False) -> str:
     """A stretch of a formatted paragraph as markup for ``Job.markup``: plain text, or span
     (a link) ``number`` of the paragraph's own list of formats; a ``code`` span (a link's
-    text all code) is kept as written, as HTML's ``<code>`` is; a span with no text is a
-    point between words (an image, to the markup path)."""
+    text all code) is kept as written, as HTML's ``<code>`` is; a ``point`` stands between
+    words (an image, to the markup path)."""
     import html
     if number is None:
         return html.escape(text)
-    if not text and not link:  # a point between words: a note's reference, a tab
+    if point:  # between words: a note's reference, a tab, a picture
         return f'<img data-r="{number}">'
     if link and code:  # a link on code: the link placed, its code kept
         return f'<a data-h="{number}"><code>{html.escape(text)}</code></a>'

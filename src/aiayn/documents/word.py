@@ -49,10 +49,11 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     notes = _notes(document)
     listed = list(_paragraphs(document))
     paragraphs = [p for p in [*listed, *_others(document, listed),
-                              *(p for _, ps in notes for p in ps)]
+                              *(p for _, _, ps in notes for p in ps)]
                   if p.text.strip() and not _code_paragraph(p)]
-    whole = [p for p in paragraphs if _simple(p)]
-    in_place = [p for p in paragraphs if not _simple(p)]
+    simple = [_simple(p) for p in paragraphs]
+    whole = [p for p, one in zip(paragraphs, simple) if one]
+    in_place = [p for p, one in zip(paragraphs, simple) if not one]
     plans = [_markup(p) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
     for paragraph, (_, parts), out in zip(whole, plans, translated):
@@ -61,24 +62,22 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     for run, text in zip(runs, job.lines([r.text.strip() for r in runs])):
         run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
             run.text[len(run.text.rstrip()):]
-    _relabel(document, job)
+    _relabel(document, [root for _, root, _ in notes], job)
     from docx.opc.oxml import serialize_part_xml
-    for part, found in notes:
-        if found:
-            part._blob = serialize_part_xml(found[0]._p.getroottree().getroot())
+    for part, root, _ in notes:
+        part._blob = serialize_part_xml(root)
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
 
 
-def _relabel(document, job: Job) -> None:
+def _relabel(document, roots: list, job: Job) -> None:
     """Every ``w:lang`` (styles' defaults, runs' own) that names the source language names
-    the target (``Job.relabeled``): the Latin, East Asian and complex-script values alike."""
+    the target (``Job.relabeled``): the Latin, East Asian and complex-script values alike,
+    in the parts python-docx reads and in ``roots`` (the notes', which it does not)."""
     from docx.oxml.ns import qn
-    for part in document.part.package.iter_parts():
-        element = getattr(part, "_element", None)
-        if element is None:
-            continue
+    elements = [getattr(part, "_element", None) for part in document.part.package.iter_parts()]
+    for element in [e for e in elements if e is not None] + roots:
         for lang in element.iter(qn("w:lang")):
             for key in (qn("w:val"), qn("w:eastAsia"), qn("w:bidi")):
                 target = job.relabeled(lang.get(key))
@@ -131,9 +130,10 @@ def _others(document, listed: list) -> list:
     return found
 
 
-def _notes(document) -> list[tuple[Any, list]]:
-    """The footnotes' and endnotes' parts, each with its notes' paragraphs (python-docx
-    reads these parts as bytes only; the separators Word keeps among them left out)."""
+def _notes(document) -> list[tuple[Any, Any, list]]:
+    """The footnotes' and endnotes' parts, each with its XML root, parsed here (python-docx
+    reads these parts as bytes only), and its notes' paragraphs (the separators Word keeps
+    among them left out)."""
     from docx.oxml import parse_xml
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
@@ -145,7 +145,7 @@ def _notes(document) -> list[tuple[Any, list]]:
         paragraphs = [Paragraph(p, document._body) for note in root
                       if note.get(qn("w:type")) in (None, "normal")
                       for p in note.iter(qn("w:p"))]
-        found.append((part, paragraphs))
+        found.append((part, root, paragraphs))
     return found
 
 
@@ -202,30 +202,28 @@ def _markup(paragraph) -> tuple[str, list]:
     from docx.text.hyperlink import Hyperlink
     items = list(paragraph.iter_inner_content())
 
-    def key(item) -> str:  # run properties by their XML; none and empty ones alike
+    def key(item) -> str:
         return _key(item._r.rPr)
     code = [not isinstance(item, Hyperlink) and _code_run(item, paragraph) for item in items]
-    weight: dict[str, int] = {}
-    for item, coded in zip(items, code):
-        if not (isinstance(item, Hyperlink) or coded or _point(item._r)):
-            weight[key(item)] = weight.get(key(item), 0) + len(item.text)
-    base = max(weight, key=lambda k: (weight[k], k == ""), default="")
-    parts: list = [next((i._r.rPr for i in items
-                         if not isinstance(i, Hyperlink) and base and key(i) == base), None)]
-    # (text, format number, link, code)
-    pieces: list[tuple[str, int | None, bool, bool]] = []
+    base = _prevailing([i for i in items if not isinstance(i, Hyperlink) and not _point(i._r)],
+                       paragraph)
+    base_key, base_rpr = base if base else ("", None)
+    parts: list = [base_rpr if base_key else None]  # (none, or empty ones: written as none)
+    # (text, format number, link, code, point)
+    pieces: list[tuple[str, int | None, bool, bool, bool]] = []
     for item, coded in zip(items, code):
         if isinstance(item, Hyperlink):
             parts.append(item._hyperlink)
             pieces.append((item.text, len(parts) - 1, True,
-                           bool(item.runs) and all(_code_run(r, paragraph) for r in item.runs)))
+                           bool(item.runs) and all(_code_run(r, paragraph) for r in item.runs),
+                           False))
             continue
         if _point(item._r):
             parts.append(item._r)
-            pieces.append(("", len(parts) - 1, False, False))
+            pieces.append(("", len(parts) - 1, False, False, True))
             continue
-        if key(item) == base and not coded:
-            pieces.append((item.text, None, False, False))
+        if key(item) == base_key and not coded:
+            pieces.append((item.text, None, False, False, False))
         elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
                 and _local(parts[last].tag) == "rPr" \
                 and key(item) == _key(parts[last]):  # formatted alike: one span
@@ -233,7 +231,7 @@ def _markup(paragraph) -> tuple[str, list]:
         else:
             rpr = item._r.rPr
             parts.append(rpr if rpr is not None else paragraph._p.makeelement(qn("w:rPr"), {}))
-            pieces.append((item.text, len(parts) - 1, False, coded))
+            pieces.append((item.text, len(parts) - 1, False, coded, False))
     return "".join(spanned(*piece) for piece in pieces), parts
 
 
@@ -244,6 +242,7 @@ def _key(rpr) -> str:
 def _rewrite(paragraph, parts: list, translated: str) -> None:
     """The paragraph's runs and hyperlinks replaced by the translation's."""
     from docx.oxml.ns import qn
+    from docx.text.run import Run
     element = paragraph._p
     for child in list(element):
         if _local(child.tag) in ("r", "hyperlink", "proofErr"):
@@ -269,26 +268,27 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
             continue
         link = copy.deepcopy(part)  # a hyperlink: its runs become one, formatted as most
         runs = [c for c in link if _local(c.tag) == "r"]  # of its text
-        rpr = _most(runs, paragraph)
+        prevailing = _prevailing([Run(r, paragraph) for r in runs], paragraph)
+        rpr = prevailing[1] if prevailing else runs[0].rPr if runs else None
         for child in runs:
             link.remove(child)
         link.append(run(text, rpr))
         element.append(link)
 
 
-def _most(runs: list, paragraph):
-    """The run properties of most of the text of ``runs`` (w:r elements), code left out
-    where there is other text: a link to "`Intl` (ECMA-402) support" is not all code."""
-    from docx.text.run import Run
+def _prevailing(runs: list, paragraph) -> tuple[str, Any] | None:
+    """The run properties of most of the text of ``runs`` (python-docx runs), code left out
+    (a link to "`Intl` (ECMA-402) support" is not all code), as (their key, an rPr element or
+    None); none properties preferred on a tie; None where every run is code."""
     weight: dict[str, int] = {}
-    found: dict[str, object] = {}
-    for r in runs:
-        run = Run(r, paragraph)
-        if _code_run(run, paragraph) and len(runs) > 1:
+    found: dict[str, Any] = {}
+    for run in runs:
+        if _code_run(run, paragraph):
             continue
-        key = _key(r.rPr)
+        key = _key(run._r.rPr)
         weight[key] = weight.get(key, 0) + len(run.text)
-        found.setdefault(key, r.rPr)
+        found.setdefault(key, run._r.rPr)
     if not weight:
-        return runs[0].rPr if runs else None
-    return found[max(weight, key=lambda k: weight[k])]
+        return None
+    key = max(weight, key=lambda k: (weight[k], k == ""))
+    return key, found[key]

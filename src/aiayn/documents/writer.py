@@ -268,7 +268,7 @@ def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
             pieces.append(spanned(_text(child), None))
         elif child.qname in _POINTS:
             parts.append(child)
-            pieces.append(spanned("", len(parts) - 1))
+            pieces.append(spanned("", len(parts) - 1, point=True))
         else:
             parts.append(child)
             link = child.qname == (_TEXT_NS, "a")

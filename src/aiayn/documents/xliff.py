@@ -47,10 +47,8 @@ def translate_xliff(data: bytes, job: Job) -> bytes:
     plain = [u for u in todo if not u.hasplural() and not len(_source(u))]
     inline = [u for u in todo if not u.hasplural() and len(_source(u))]
     _translate_plurals(job, plurals)
-    kept = [u for u in plain if _preserves_space(u)]
-    loose = [u for u in plain if not _preserves_space(u)]
-    for unit, text in zip(kept + loose, job.by_line([str(u.source) for u in kept])
-                          + job.lines([str(u.source) for u in loose])):
+    for unit, text in zip(plain, _translated(job, [str(u.source) for u in plain],
+                                             [_preserves_space(u) for u in plain])):
         unit.target = text
     sources = [etree.tostring(_source(u), encoding="unicode", with_tail=False) for u in inline]
     for unit, translated in zip(inline, job.markup(sources, "xml")):
@@ -72,13 +70,18 @@ def _translate_plurals(job: Job, units: list) -> None:
     gets its own source's translation, as a catalog's forms do."""
     from translate.misc.multistring import multistring
     forms = [[str(form) for form in unit.source.strings] for unit in units]
-    texts = [form for unit_forms in forms for form in unit_forms]
-    spaced = [_preserves_space(u) for u in units for _ in u.source.strings]
-    kept = iter(job.by_line([t for t, p in zip(texts, spaced) if p]))
-    loose = iter(job.lines([t for t, p in zip(texts, spaced) if not p]))
-    done = iter([next(kept) if p else next(loose) for p in spaced])
+    done = iter(_translated(job, [form for unit_forms in forms for form in unit_forms],
+                            [_preserves_space(u) for u in units for _ in u.source.strings]))
     for unit, unit_forms in zip(units, forms):
         unit.target = multistring([next(done) for _ in unit_forms])
+
+
+def _translated(job: Job, texts: list[str], preserved: list[bool]) -> list[str]:
+    """``texts`` translated in order: line by line, whitespace kept, where ``preserved``
+    (``Job.by_line``), else as paragraphs (``Job.lines``)."""
+    kept = iter(job.by_line([t for t, p in zip(texts, preserved) if p]))
+    loose = iter(job.lines([t for t, p in zip(texts, preserved) if not p]))
+    return [next(kept) if p else next(loose) for p in preserved]
 
 
 def _preserves_space(unit) -> bool:
