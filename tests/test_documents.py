@@ -308,6 +308,88 @@ def test_a_merged_word_cell_is_translated_once(toy_model):
     assert [p.text for p in word._paragraphs(document)] == [SENTENCES[0]]
 
 
+def test_word_comments_are_translated_and_cover_their_paragraph(toy_model, translator,
+                                                                tmp_path):
+    """A comment (python-docx writes it as Word does) no longer makes its paragraph go run by
+    run: the paragraph is translated whole and is the comment's range, its start before the
+    words, its end and the comment's mark after them; the comment's own text is translated."""
+    import docx
+    from docx.oxml.ns import qn
+    words = SENTENCES[2].split()
+    document = docx.Document()
+    paragraph = document.add_paragraph(words[0] + " ")
+    commented = paragraph.add_run(" ".join(words[1:3]))
+    paragraph.add_run(" " + " ".join(words[3:]))
+    document.add_comment(commented, text=SENTENCES[5], author="Ann Author", initials="AA")
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    translated = out.paragraphs[0]
+    assert translated.text == translator.translate([SENTENCES[2]])[0]
+    names = [c.tag.rsplit("}", 1)[1] for c in translated._p if c.tag != qn("w:pPr")]
+    assert names[0] == "commentRangeStart" and names[-2] == "commentRangeEnd"
+    assert translated._p[-1].find(qn("w:commentReference")) is not None
+    comment = next(iter(out.comments))
+    assert comment.text == translator.translate([SENTENCES[5]])[0]
+    assert comment.author == "Ann Author"
+
+
+def tracked(xml: str) -> str:
+    """Word's markup of tracked changes around ``xml`` (runs): inserted and deleted."""
+    return xml.replace("<ins>", '<w:ins w:id="1" w:author="R" w:date="2026-01-01T00:00:00Z">'
+                       ).replace("</ins>", "</w:ins>").replace(
+        "<del>", '<w:del w:id="2" w:author="R" w:date="2026-01-01T00:00:00Z">').replace(
+        "</del>", "</w:del>")
+
+
+def test_word_tracked_changes_are_accepted(toy_model, translator, tmp_path, capsys):
+    """The translation reads as the document does with its tracked changes accepted: text
+    inserted is translated with its sentence, text deleted goes, a deleted paragraph mark
+    joins two paragraphs, a deleted table row goes, earlier formatting's records go; one
+    warning says so."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+    one, two, three = (s.split() for s in SENTENCES[:3])
+    document = docx.Document()
+    body = document.element.body
+
+    def r(text: str, deleted: bool = False) -> str:
+        tag = "w:delText" if deleted else "w:t"
+        return f'<w:r><{tag} xml:space="preserve">{text}</{tag}></w:r>'
+    paragraphs = [
+        # words inserted, words deleted, and bold that was not bold before
+        f'<w:p {nsdecls("w")}>{r(one[0] + " ")}<ins>{r(" ".join(one[1:3]) + " ")}</ins>'
+        f'<del>{r("gone words ", True)}</del><w:r><w:rPr><w:b/><w:rPrChange w:id="3" '
+        f'w:author="R" w:date="2026-01-01T00:00:00Z"><w:rPr/></w:rPrChange></w:rPr>'
+        f'<w:t>{" ".join(one[3:])}</w:t></w:r></w:p>',
+        # a paragraph whose mark is deleted: its words join the next paragraph's
+        f'<w:p {nsdecls("w")}><w:pPr><w:rPr><del></del></w:rPr></w:pPr>'
+        f'{r(" ".join(two[:2]) + " ")}</w:p>',
+        f'<w:p {nsdecls("w")}><w:pPr><w:jc w:val="center"/></w:pPr>{r(" ".join(two[2:]))}'
+        f'</w:p>',
+    ]
+    for xml in paragraphs:
+        body.insert(len(body) - 1, parse_xml(tracked(xml)))
+    table = document.add_table(rows=2, cols=1)
+    table.cell(0, 0).text = " ".join(three)
+    table.cell(1, 0).text = "row deleted"
+    table.rows[1]._tr.get_or_add_trPr().append(parse_xml(
+        f'<w:del {nsdecls("w")} w:id="5" w:author="R" w:date="2026-01-01T00:00:00Z"/>'))
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    first, second, third = translator.translate(
+        [" ".join(one), " ".join(two), " ".join(three)])
+    assert [p.text for p in out.paragraphs] == [first, second]
+    assert out.paragraphs[1].alignment is not None  # the next paragraph's properties
+    assert [c.text for row in out.tables[0].rows for c in row.cells] == [third]
+    xml = out.element.xml
+    assert not any(name in xml for name in ("<w:ins ", "<w:del ", "w:delText", "rPrChange"))
+    assert [bool(r.bold) for r in out.paragraphs[0].runs].count(True) == 1
+    assert "5 tracked change(s) accepted" in capsys.readouterr().err
+
+
 def test_word_text_boxes_and_content_controls_are_translated(toy_model, translator,
                                                              tmp_path):
     """A text box's paragraphs (in a shape of a run) and a content control's (Word's table
@@ -582,6 +664,67 @@ def test_opendocument_notes_and_text_boxes_are_translated_once(toy_model, transl
         notes[0].getElementsByType(text.NoteCitation)[0]) == "1"
     outside = "".join(str(n) for n in first.childNodes if n.nodeType == n.TEXT_NODE)
     assert " ".join(outside.split()) == translator.translate([SENTENCES[3]])[0]  # whole
+
+
+def test_opendocument_comments_and_tracked_changes(toy_model, translator, tmp_path, capsys):
+    """A comment no longer makes its paragraph go text node by text node: the paragraph is
+    translated whole and is the comment's range; the comment's paragraph is translated, its
+    author and date are not. Tracked changes are accepted: the text is already as they left
+    it, the record of them (deleted text among it) and their marks go; one warning."""
+    from odf import dc, office, teletype, text
+    from odf.namespaces import TEXTNS as TEXT_NS
+    from odf.opendocument import OpenDocumentText, load
+    document = OpenDocumentText()
+    changes = text.TrackedChanges()
+    for name, kind in (("ct1", text.Insertion), ("ct2", text.Deletion)):
+        # (odfpy asks for an xml:id and refuses to set one)
+        region = text.ChangedRegion(check_grammar=False, qattributes={(TEXT_NS, "id"): name})
+        change = kind()
+        info = office.ChangeInfo()
+        info.addElement(dc.Creator(text="Reviewer"))
+        info.addElement(dc.Date(text="2026-01-01T10:00:00"))
+        change.addElement(info)
+        if kind is text.Deletion:
+            change.addElement(text.P(text="words deleted"))
+        region.addElement(change)
+        changes.addElement(region)
+    document.text.addElement(changes)
+    one, two = SENTENCES[2].split(), SENTENCES[3].split()
+    commented = text.P(text=one[0] + " ")
+    comment = office.Annotation(name="c1")
+    comment.addElement(dc.Creator(text="Ann Author"))
+    comment.addElement(dc.Date(text="2026-01-01T09:00:00"))
+    comment.addElement(text.P(text=SENTENCES[5]))
+    commented.addElement(comment)
+    commented.addText(" ".join(one[1:3]))
+    commented.addElement(office.AnnotationEnd(name="c1"))
+    commented.addText(" " + " ".join(one[3:]))
+    changed = text.P(text=two[0] + " ")
+    changed.addElement(text.ChangeStart(changeid="ct1"))
+    changed.addText(" ".join(two[1:3]) + " ")
+    changed.addElement(text.ChangeEnd(changeid="ct1"))
+    changed.addElement(text.Change(changeid="ct2"))
+    changed.addText(" ".join(two[3:]))
+    document.text.addElement(commented)
+    document.text.addElement(changed)
+    path = tmp_path / "in.odt"
+    saved(document, path)
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odt")))
+    first, in_comment, second = out.getElementsByType(text.P)
+    outside = [n for n in first.childNodes if n.nodeType == n.TEXT_NODE]
+    assert " ".join("".join(map(str, outside)).split()) == \
+        translator.translate([SENTENCES[2]])[0]
+    kinds = [n.qname[1] for n in first.childNodes if n.nodeType == n.ELEMENT_NODE]
+    assert kinds == ["annotation", "annotation-end"] and first.childNodes[0].qname[1] == \
+        "annotation" and first.childNodes[-1].qname[1] == "annotation-end"
+    assert teletype.extractText(in_comment) == translator.translate([SENTENCES[5]])[0]
+    assert [teletype.extractText(e) for e in out.getElementsByType(dc.Creator)] == \
+        ["Ann Author"]
+    assert teletype.extractText(second) == translator.translate([SENTENCES[3]])[0]
+    xml = out.contentxml().decode()
+    assert "tracked-changes" not in xml and "change-start" not in xml and \
+        "words deleted" not in xml and "WORDS" not in xml
+    assert "2 tracked change(s) accepted" in capsys.readouterr().err
 
 
 def epub_book(chapter: str) -> dict[str, bytes]:

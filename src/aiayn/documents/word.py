@@ -26,14 +26,22 @@ from typing import Any
 from ..errors import UserError, require
 from . import Job, code_style, monospaced, spanned, stretches
 
-_SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd"}
+_SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd",
+                     "commentRangeStart", "commentRangeEnd"}
 _SIMPLE_RUN = {"rPr", "t"}
 # what a run may hold instead of text and stay a point of its sentence: a note's reference
 # (and, in the note, its number), a tab, a line break, a picture or shape in the line (a text
 # box's paragraphs are translated on their own)
-_POINT = {"footnoteReference", "endnoteReference", "footnoteRef", "endnoteRef", "tab", "br",
-          "drawing", "pict", "AlternateContent"}  # (Word's drawing with its VML fallback)
-_NOTES = ("/word/footnotes.xml", "/word/endnotes.xml")
+_POINT = {"footnoteReference", "endnoteReference", "footnoteRef", "endnoteRef", "annotationRef",
+          "tab", "br", "drawing", "pict", "AlternateContent"}  # (a drawing, its VML fallback)
+_NOTES = ("/word/footnotes.xml", "/word/endnotes.xml", "/word/comments.xml")
+# tracked changes, accepted: what was deleted (or moved away) goes, what was inserted (or moved
+# here) stays as plain content, and the records of earlier properties and of moves go
+_DELETED = {"del", "moveFrom"}
+_INSERTED = {"ins", "moveTo"}
+_RECORDS = {"rPrChange", "pPrChange", "sectPrChange", "tblPrChange", "tblPrExChange",
+            "trPrChange", "tcPrChange", "tblGridChange", "numberingChange", "cellIns",
+            "moveFromRangeStart", "moveFromRangeEnd", "moveToRangeStart", "moveToRangeEnd"}
 
 
 def _local(tag: str) -> str:
@@ -47,9 +55,15 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     except Exception as err:  # python-docx raises zip, XML and package errors alike
         raise UserError(f"not a Word document (.docx): {err}") from None
     notes = _notes(document)
+    roots = _roots(document)
+    roots += [root for _, root in notes if not any(root is r for r in roots)]
+    changes = sum(_accept(root) for root in roots)
+    if changes:
+        job.warn(f"{changes} tracked change(s) accepted: the translation reads as the "
+                 f"document does with its changes accepted")
     listed = list(_paragraphs(document))
     paragraphs = [p for p in [*listed, *_others(document, listed),
-                              *(p for _, _, ps in notes for p in ps)]
+                              *(p for _, root in notes for p in _noted(document, root))]
                   if p.text.strip() and not _code_paragraph(p)]
     simple = [_simple(p) for p in paragraphs]
     whole = [p for p, one in zip(paragraphs, simple) if one]
@@ -62,22 +76,80 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     for run, text in zip(runs, job.lines([r.text.strip() for r in runs])):
         run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
             run.text[len(run.text.rstrip()):]
-    _relabel(document, [root for _, root, _ in notes], job)
+    _relabel(roots, job)
     from docx.opc.oxml import serialize_part_xml
-    for part, root, _ in notes:
-        part._blob = serialize_part_xml(root)
+    for part, root in notes:
+        if getattr(part, "_element", None) is None:
+            part._blob = serialize_part_xml(root)
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
 
 
-def _relabel(document, roots: list, job: Job) -> None:
-    """Every ``w:lang`` (styles' defaults, runs' own) that names the source language names
-    the target (``Job.relabeled``): the Latin, East Asian and complex-script values alike,
-    in the parts python-docx reads and in ``roots`` (the notes', which it does not)."""
+def _roots(document) -> list:
+    """The XML roots of the parts python-docx parses: the body, headers and footers, styles,
+    numbering, settings."""
+    return [element for part in document.part.package.iter_parts()
+            if (element := getattr(part, "_element", None)) is not None]
+
+
+def _accept(root) -> int:
+    """The tracked changes under ``root`` accepted, as Word's "Accept All Changes" does; how
+    many there were. A deleted paragraph mark joins its paragraph's content to the next
+    paragraph (which keeps its own properties, as in Word), a deleted table row goes."""
     from docx.oxml.ns import qn
-    elements = [getattr(part, "_element", None) for part in document.part.package.iter_parts()]
-    for element in [e for e in elements if e is not None] + roots:
+    count = 0
+    for element in list(root.iter()):
+        if not isinstance(element.tag, str) or not _under(element, root):
+            continue  # (a comment, or inside what an earlier change took away)
+        name, parent = _local(element.tag), element.getparent()
+        if name in _RECORDS:
+            parent.remove(element)
+            count += name.endswith("Change") or name == "cellIns"
+        elif name not in _DELETED and name not in _INSERTED:
+            continue
+        elif _local(parent.tag) == "trPr":  # a table row inserted or deleted
+            count += 1
+            row = parent.getparent()
+            if name in _DELETED and row is not None and row.getparent() is not None:
+                row.getparent().remove(row)
+            else:
+                parent.remove(element)
+        elif _local(parent.tag) == "rPr" and parent.getparent() is not None \
+                and _local(parent.getparent().tag) == "pPr":  # a paragraph mark
+            count += 1
+            parent.remove(element)
+            paragraph = parent.getparent().getparent()
+            following = paragraph.getnext() if paragraph is not None else None
+            if name in _DELETED and following is not None and following.tag == qn("w:p"):
+                at = 1 if len(following) and following[0].tag == qn("w:pPr") else 0
+                for child in [c for c in paragraph if c.tag != qn("w:pPr")][::-1]:
+                    following.insert(at, child)
+                paragraph.getparent().remove(paragraph)
+        else:  # content deleted goes; content inserted takes the place of its wrapper
+            count += 1
+            if name in _INSERTED:
+                at = parent.index(element)
+                for child in list(element)[::-1]:
+                    parent.insert(at, child)
+            parent.remove(element)
+    return count
+
+
+def _under(element, root) -> bool:
+    while element is not None:
+        if element is root:
+            return True
+        element = element.getparent()
+    return False
+
+
+def _relabel(roots: list, job: Job) -> None:
+    """Every ``w:lang`` (styles' defaults, runs' own) under ``roots`` that names the source
+    language names the target (``Job.relabeled``): the Latin, East Asian and complex-script
+    values alike."""
+    from docx.oxml.ns import qn
+    for element in roots:
         for lang in element.iter(qn("w:lang")):
             for key in (qn("w:val"), qn("w:eastAsia"), qn("w:bidi")):
                 target = job.relabeled(lang.get(key))
@@ -130,23 +202,25 @@ def _others(document, listed: list) -> list:
     return found
 
 
-def _notes(document) -> list[tuple[Any, Any, list]]:
-    """The footnotes' and endnotes' parts, each with its XML root, parsed here (python-docx
-    reads these parts as bytes only), and its notes' paragraphs (the separators Word keeps
-    among them left out)."""
+def _notes(document) -> list[tuple[Any, Any]]:
+    """The footnotes', endnotes' and comments' parts, each with its XML root: parsed here
+    where python-docx reads the part as bytes only (the notes')."""
     from docx.oxml import parse_xml
-    from docx.oxml.ns import qn
-    from docx.text.paragraph import Paragraph
     found = []
     for part in document.part.package.iter_parts():
-        if str(part.partname) not in _NOTES:
-            continue
-        root = parse_xml(part.blob)
-        paragraphs = [Paragraph(p, document._body) for note in root
-                      if note.get(qn("w:type")) in (None, "normal")
-                      for p in note.iter(qn("w:p"))]
-        found.append((part, root, paragraphs))
+        if str(part.partname) in _NOTES:
+            root = getattr(part, "_element", None)
+            found.append((part, parse_xml(part.blob) if root is None else root))
     return found
+
+
+def _noted(document, root) -> list:
+    """The paragraphs of the notes (or comments) under ``root``, the separators Word keeps
+    among the notes left out."""
+    from docx.oxml.ns import qn
+    from docx.text.paragraph import Paragraph
+    return [Paragraph(p, document._body) for note in root
+            if note.get(qn("w:type")) in (None, "normal") for p in note.iter(qn("w:p"))]
 
 
 def _styles(style):
@@ -179,7 +253,7 @@ def _simple(paragraph) -> bool:
     if any(_local(child.tag) not in _SIMPLE_PARAGRAPH for child in element):
         return False
     for run in element.iter():
-        if _local(run.tag) == "r" and not _point(run) and \
+        if _local(run.tag) == "r" and not _point(run) and not _anchor(run) and \
                 any(_local(c.tag) not in _SIMPLE_RUN for c in run):
             return False
     return True
@@ -192,6 +266,17 @@ def _point(r) -> bool:
     return len(inner) == 1 and _local(inner[0].tag) in _POINT
 
 
+def _anchor(element) -> bool:
+    """Whether a paragraph's child ends a comment's range there: the range's end, or the run
+    holding the comment's reference (its mark). A translated paragraph is a comment's range
+    whole: its start stays before the words (as bookmarks do), its end and mark go after."""
+    name = _local(element.tag)
+    if name == "commentRangeEnd":
+        return True
+    inner = [c for c in element if _local(c.tag) != "rPr"]
+    return name == "r" and len(inner) == 1 and _local(inner[0].tag) == "commentReference"
+
+
 def _markup(paragraph) -> tuple[str, list]:
     """The paragraph as one sentence of markup, and what each span number stands for: a run's
     properties (an rPr element) or a hyperlink element. Part 0 is the paragraph's own run
@@ -200,7 +285,8 @@ def _markup(paragraph) -> tuple[str, list]:
     language on each; spans over every stretch between two links would only be placed worse."""
     from docx.oxml.ns import qn
     from docx.text.hyperlink import Hyperlink
-    items = list(paragraph.iter_inner_content())
+    items = [i for i in paragraph.iter_inner_content()
+             if isinstance(i, Hyperlink) or not _anchor(i._r)]
 
     def key(item) -> str:
         return _key(item._r.rPr)
@@ -244,8 +330,9 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
     from docx.oxml.ns import qn
     from docx.text.run import Run
     element = paragraph._p
+    anchors = [child for child in element if _anchor(child)]
     for child in list(element):
-        if _local(child.tag) in ("r", "hyperlink", "proofErr"):
+        if _local(child.tag) in ("r", "hyperlink", "proofErr") or child in anchors:
             element.remove(child)
 
     def run(text: str, rpr) -> object:
@@ -274,6 +361,7 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
             link.remove(child)
         link.append(run(text, rpr))
         element.append(link)
+    element.extend(anchors)
 
 
 def _prevailing(runs: list, paragraph) -> tuple[str, Any] | None:

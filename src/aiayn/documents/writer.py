@@ -41,6 +41,13 @@ _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
 # endnote (its own paragraphs translated apart), a tab, a line break, bookmarks
 _POINTS = {(_TEXT_NS, name) for name in ("note", "tab", "line-break", "soft-page-break",
                                          "bookmark", "bookmark-start", "bookmark-end")}
+_OFFICE_NS = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+# a comment (its paragraphs translated apart) and the end of the range it covers: a translated
+# paragraph is the range whole, the comment before its words and the range's end after them
+_ANNOTATION, _ANNOTATION_END = (_OFFICE_NS, "annotation"), (_OFFICE_NS, "annotation-end")
+# tracked changes: the record of them, and the marks of where they are in the text
+_CHANGES = {(_TEXT_NS, name) for name in ("tracked-changes", "change", "change-start",
+                                          "change-end")}
 
 
 _PARTS = ("content.xml", "styles.xml", "meta.xml", "settings.xml")  # what odfpy parses
@@ -61,9 +68,14 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
         raise
     except Exception as err:  # zipfile and odfpy raise zip, XML and key errors alike
         raise UserError(f"not an OpenDocument {kind}: {err}") from None
+    changes = _accept(document)
+    if changes:
+        job.warn(f"{changes} tracked change(s) accepted: the translation reads as the "
+                 f"document does with its changes accepted")
     styles = _Styles(document)
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
-                  if teletype.extractText(p).strip() and not styles.code_paragraph(p)]
+                  if teletype.extractText(p).strip() and not styles.code_paragraph(p)
+                  and _within(p, document.topnode)]
     whole = [p for p in paragraphs if _simple(p)]
     plans = [_markup(p, styles) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
@@ -206,6 +218,46 @@ _LANGUAGES = (((_FO_NS, "language"), (_FO_NS, "country"), (_STYLE_NS, "rfc-langu
                (_STYLE_NS, "rfc-language-tag-complex")))
 
 
+def _accept(document) -> int:
+    """The tracked changes accepted, as LibreOffice's "Accept All" does; how many there were.
+    A document's text is already as its changes left it (what they deleted is kept in the
+    record of them), so the record and the marks go."""
+    found: list = []
+
+    def walk(node) -> None:
+        for child in node.childNodes:
+            if child.nodeType == child.ELEMENT_NODE:
+                if child.qname in _CHANGES:
+                    found.append(child)
+                else:
+                    walk(child)
+    walk(document.body)
+    regions = 0
+    for element in found:
+        if element.qname == (_TEXT_NS, "tracked-changes"):
+            regions += sum(c.nodeType == c.ELEMENT_NODE for c in element.childNodes)
+        _detach(element)
+    return regions
+
+
+def _within(node, root) -> bool:
+    """Whether ``node`` is still in ``root``'s tree (odfpy's lists of elements by type keep
+    those taken out: the paragraphs of deleted text)."""
+    while node is not None:
+        if node is root:
+            return True
+        node = node.parentNode
+    return False
+
+
+def _detach(element) -> None:
+    """``element`` taken off its parent's list by hand (odfpy's removeChild also takes an
+    element's descendants out of its caches, which still hold the paragraphs kept)."""
+    parent = element.parentNode
+    parent.childNodes = [c for c in parent.childNodes if c is not element]
+    element.parentNode = None
+
+
 def _relabel(document, job: Job) -> None:
     """Every style's language that is the source language becomes the target
     (``Job.relabeled``); its country, which belonged to the source language, is dropped."""
@@ -226,7 +278,7 @@ def _simple(paragraph) -> bool:
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE:
             continue
-        if child.qname in _POINTS:
+        if child.qname in _POINTS or child.qname in (_ANNOTATION, _ANNOTATION_END):
             continue
         if child.qname not in _INLINE:
             return False
@@ -266,6 +318,8 @@ def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
             pieces.append(spanned(_text(child), None))
+        elif child.qname in (_ANNOTATION, _ANNOTATION_END):
+            continue  # (put back by _rewrite)
         elif child.qname in _POINTS:
             parts.append(child)
             pieces.append(spanned("", len(parts) - 1, point=True))
@@ -282,9 +336,15 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
     # The children are taken off the list by hand: odfpy's removeChild also takes an
     # element's descendants out of its caches, and a note's paragraphs, still to be
     # rewritten themselves, are among them.
+    comments = [c for c in paragraph.childNodes
+                if c.nodeType == c.ELEMENT_NODE and c.qname == _ANNOTATION]
+    ends = [c for c in paragraph.childNodes
+            if c.nodeType == c.ELEMENT_NODE and c.qname == _ANNOTATION_END]
     for child in paragraph.childNodes:
         child.parentNode = None
-    paragraph.childNodes = []
+    paragraph.childNodes = list(comments)
+    for comment in comments:
+        comment.parentNode = paragraph
     for text, number in stretches(translated):
         if number is None:
             paragraph.addText(text)
@@ -300,6 +360,9 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
             parent.appendChild(element)
             parent = element
         parent.addText(text)
+    for end in ends:
+        paragraph.childNodes.append(end)
+        end.parentNode = paragraph
 
 
 def _text_nodes(node, styles: _Styles, paragraph=None):
@@ -315,5 +378,6 @@ def _text_nodes(node, styles: _Styles, paragraph=None):
 
 
 # what a paragraph may hold that is translated on its own: a note (its paragraphs, not its
-# number), a paragraph or heading in a frame's text box
-_OWN = {(_TEXT_NS, "note"), (_TEXT_NS, "p"), (_TEXT_NS, "h")}
+# number), a paragraph or heading in a frame's text box, a comment (its paragraphs, not its
+# author and date)
+_OWN = {(_TEXT_NS, "note"), (_TEXT_NS, "p"), (_TEXT_NS, "h"), _ANNOTATION}
