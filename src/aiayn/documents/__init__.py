@@ -68,6 +68,12 @@ class Job:
     def warn(self, message: str) -> None:
         self.translator.codec.warn(message)
 
+    def accepted(self, changes: int) -> None:
+        """Says that a document's ``changes`` tracked changes (any) were accepted."""
+        if changes:
+            self.warn(f"{changes} tracked change(s) accepted: the translation reads as the "
+                      f"document does with its changes accepted")
+
     def check_languages(self, what: str, source: str | None = None,
                         target: str | None = None) -> None:
         """A UserError when the file names a source or target language (``de``, ``de_DE``,

@@ -1,7 +1,8 @@
 """Word documents (.docx, python-docx): paragraphs of the body, of tables (nested ones too),
-of headers and footers, of text boxes, content controls, footnotes and endnotes, translated
-with their runs' formatting (bold, italic, fonts...) and their hyperlinks carried by the
-markup path.
+of headers and footers, of text boxes, content controls, footnotes, endnotes and comments,
+translated with their runs' formatting (bold, italic, fonts...) and their hyperlinks carried
+by the markup path. Tracked changes are accepted first: the translation reads as the document
+does with them accepted.
 
 A paragraph's runs become one sentence of markup: a run with formatting of its own is a
 ``<span data-r=K>``, a hyperlink an ``<a data-h=K>``, adjacent runs formatted alike one span;
@@ -57,10 +58,7 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     notes = _notes(document)
     roots = _roots(document)
     roots += [root for _, root in notes if not any(root is r for r in roots)]
-    changes = sum(_accept(root) for root in roots)
-    if changes:
-        job.warn(f"{changes} tracked change(s) accepted: the translation reads as the "
-                 f"document does with its changes accepted")
+    job.accepted(sum(_accept(root) for root in roots))
     listed = list(_paragraphs(document))
     paragraphs = [p for p in [*listed, *_others(document, listed),
                               *(p for _, root in notes for p in _noted(document, root))]

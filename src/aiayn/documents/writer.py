@@ -8,7 +8,9 @@ between words (notes, tabs, line breaks, bookmarks) becomes one sentence of mark
 data-r=K>`` per span, ``<a data-h=K>`` per link) and is written again from the translation,
 each span and link a copy of its own with the translated words. A paragraph holding anything
 else (frames, fields, pictures) is translated text node by text node in place, so nothing in it
-is lost. A note's own paragraphs are translated as paragraphs of their own, once.
+is lost. A note's own paragraphs, and a comment's, are translated as paragraphs of their own,
+once. Tracked changes are accepted first: the translation reads as the document does with
+them accepted.
 
 Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a code style
 ("Preformatted Text", and the styles based on it) is left alone, and a span in a code style
@@ -68,10 +70,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
         raise
     except Exception as err:  # zipfile and odfpy raise zip, XML and key errors alike
         raise UserError(f"not an OpenDocument {kind}: {err}") from None
-    changes = _accept(document)
-    if changes:
-        job.warn(f"{changes} tracked change(s) accepted: the translation reads as the "
-                 f"document does with its changes accepted")
+    job.accepted(_accept(document))
     styles = _Styles(document)
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
                   if teletype.extractText(p).strip() and not styles.code_paragraph(p)
