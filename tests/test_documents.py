@@ -390,6 +390,37 @@ def test_word_tracked_changes_are_accepted(toy_model, translator, tmp_path, caps
     assert "5 tracked change(s) accepted" in capsys.readouterr().err
 
 
+def test_word_runs_inside_wrappers_are_translated(toy_model, translator, tmp_path):
+    """A paragraph translated run by run (it holds a field) has its runs inside a hyperlink,
+    a smart tag and an inline content control translated too; the field's instruction is
+    kept."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+    document = docx.Document()
+    r = '<w:r><w:t xml:space="preserve">{}</w:t></w:r>'.format
+    words = SENTENCES[4].split()
+    xml = (f'<w:p {nsdecls("w", "r")}>{r(words[0] + " ")}'
+           '<w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+           '<w:r><w:instrText xml:space="preserve"> PAGE </w:instrText></w:r>'
+           '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>1</w:t></w:r>'
+           '<w:r><w:fldChar w:fldCharType="end"/></w:r>'
+           f'<w:hyperlink r:id="rIdLink">{r(SENTENCES[5])}</w:hyperlink>'
+           f'<w:smartTag w:uri="urn:x" w:element="place">{r(SENTENCES[6])}</w:smartTag>'
+           f'<w:sdt><w:sdtContent>{r(SENTENCES[7])}</w:sdtContent></w:sdt></w:p>')
+    document.element.body.insert(0, parse_xml(xml))
+    document.part.relate_to("https://example.org/", docx.opc.constants.RELATIONSHIP_TYPE
+                            .HYPERLINK, is_external=True)
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
+    texts = [t.text for t in out.element.body[0].iter(
+        "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}t")]
+    assert texts == [translator.translate([words[0]])[0] + " ", translator.translate(["1"])[0],
+                     *translator.translate(SENTENCES[5:8])]  # (a field's result, as before)
+    assert " PAGE " in out.element.body[0].xml
+
+
 def test_word_text_boxes_and_content_controls_are_translated(toy_model, translator,
                                                              tmp_path):
     """A text box's paragraphs (in a shape of a run) and a content control's (Word's table

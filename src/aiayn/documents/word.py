@@ -10,7 +10,8 @@ A paragraph's runs become one sentence of markup: a run with formatting of its o
 words aligned to its text, and the paragraph's runs are written again from the result, each
 with a copy of its span's run properties. A paragraph holding more than runs, hyperlinks and
 bookmarks (fields, drawings, tabs and breaks inside runs) is translated run by run in place,
-so nothing in it is lost.
+the runs inside hyperlinks, smart tags and inline content controls too, so nothing in it is
+lost.
 
 Code stays as written, as HTML's ``<code>`` and ``<pre>`` do: a paragraph in a code style
 (pandoc's "Source Code", Word's "HTML Preformatted") is left alone, and a run in a code style
@@ -70,7 +71,7 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     translated = job.markup([markup for markup, _ in plans]) if plans else []
     for paragraph, (_, parts), out in zip(whole, plans, translated):
         _rewrite(paragraph, parts, out)
-    runs = [r for p in in_place for r in p.runs if r.text.strip() and not _code_run(r, p)]
+    runs = [r for p in in_place for r in _runs(p) if r.text.strip() and not _code_run(r, p)]
     for run, text in zip(runs, job.lines([r.text.strip() for r in runs])):
         run.text = run.text[:len(run.text) - len(run.text.lstrip())] + text + \
             run.text[len(run.text.rstrip()):]
@@ -219,6 +220,22 @@ def _noted(document, root) -> list:
     from docx.text.paragraph import Paragraph
     return [Paragraph(p, document._body) for note in root
             if note.get(qn("w:type")) in (None, "normal") for p in note.iter(qn("w:p"))]
+
+
+def _runs(paragraph) -> list:
+    """A paragraph's runs, those inside what wraps runs included (hyperlinks, fields, smart
+    tags, inline content controls: python-docx's ``runs`` lists only the paragraph's own
+    children), but not those of a text box's paragraphs, which are translated on their own."""
+    from docx.oxml.ns import qn
+    from docx.text.run import Run
+    found = []
+    for r in paragraph._p.iter(qn("w:r")):
+        owner = r.getparent()
+        while owner is not None and owner.tag != qn("w:p"):
+            owner = owner.getparent()
+        if owner is paragraph._p:
+            found.append(Run(r, paragraph))
+    return found
 
 
 def _styles(style):
