@@ -738,10 +738,26 @@ def test_opendocument_comments_and_tracked_changes(toy_model, translator, tmp_pa
     changed.addText(" ".join(two[3:]))
     document.text.addElement(commented)
     document.text.addElement(changed)
+    from odf.style import Header, MasterPage, PageLayout
+    layout = PageLayout(name="Page")
+    document.automaticstyles.addElement(layout)
+    page = MasterPage(name="Standard", pagelayoutname=layout)
+    header = Header()
+    header_changes = text.TrackedChanges()  # (a header keeps its own record)
+    region = text.ChangedRegion(check_grammar=False, qattributes={(TEXT_NS, "id"): "ct3"})
+    deletion = text.Deletion()
+    deletion.addElement(text.P(text="header words deleted"))
+    region.addElement(deletion)
+    header_changes.addElement(region)
+    header.addElement(header_changes)
+    header.addElement(text.P(text=SENTENCES[6]))
+    page.addElement(header)
+    document.masterstyles.addElement(page)
     path = tmp_path / "in.odt"
     saved(document, path)
     out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odt")))
-    first, in_comment, second = out.getElementsByType(text.P)
+    first, in_comment, second, in_header = out.getElementsByType(text.P)
+    assert teletype.extractText(in_header) == translator.translate([SENTENCES[6]])[0]
     outside = [n for n in first.childNodes if n.nodeType == n.TEXT_NODE]
     assert " ".join("".join(map(str, outside)).split()) == \
         translator.translate([SENTENCES[2]])[0]
@@ -752,10 +768,10 @@ def test_opendocument_comments_and_tracked_changes(toy_model, translator, tmp_pa
     assert [teletype.extractText(e) for e in out.getElementsByType(dc.Creator)] == \
         ["Ann Author"]
     assert teletype.extractText(second) == translator.translate([SENTENCES[3]])[0]
-    xml = out.contentxml().decode()
+    xml = out.contentxml().decode() + out.stylesxml()  # (bytes, and str)
     assert "tracked-changes" not in xml and "change-start" not in xml and \
         "words deleted" not in xml and "WORDS" not in xml
-    assert "2 tracked change(s) accepted" in capsys.readouterr().err
+    assert "3 tracked change(s) accepted" in capsys.readouterr().err
 
 
 def epub_book(chapter: str) -> dict[str, bytes]:

@@ -231,6 +231,7 @@ def _accept(document) -> int:
                 else:
                     walk(child)
     walk(document.body)
+    walk(document.masterstyles)  # (headers and footers keep their own record)
     regions = 0
     for element in found:
         if element.qname == (_TEXT_NS, "tracked-changes"):
