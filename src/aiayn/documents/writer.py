@@ -258,6 +258,13 @@ def _detach(element) -> None:
     element.parentNode = None
 
 
+def _attach(parent, element) -> None:
+    """``element``, taken off its old parent by hand (``_detach``, ``_rewrite``), put at the
+    end of ``parent``'s list the same way, odfpy's caches of elements left as they are."""
+    parent.childNodes.append(element)
+    element.parentNode = parent
+
+
 def _relabel(document, job: Job) -> None:
     """Every style's language that is the source language becomes the target
     (``Job.relabeled``); its country, which belonged to the source language, is dropped."""
@@ -342,16 +349,15 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
             if c.nodeType == c.ELEMENT_NODE and c.qname == _ANNOTATION_END]
     for child in paragraph.childNodes:
         child.parentNode = None
-    paragraph.childNodes = list(comments)
+    paragraph.childNodes = []
     for comment in comments:
-        comment.parentNode = paragraph
+        _attach(paragraph, comment)
     for text, number in stretches(translated):
         if number is None:
             paragraph.addText(text)
             continue
         if parts[number].qname in _POINTS:  # itself: a note's paragraphs are translated apart
-            paragraph.childNodes.append(parts[number])
-            parts[number].parentNode = paragraph
+            _attach(paragraph, parts[number])
             continue
         parent = paragraph
         for element in _nested(parts[number]) or [parts[number]]:
@@ -361,8 +367,7 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
             parent = element
         parent.addText(text)
     for end in ends:
-        paragraph.childNodes.append(end)
-        end.parentNode = paragraph
+        _attach(paragraph, end)
 
 
 def _text_nodes(node, styles: _Styles, paragraph=None):
