@@ -219,6 +219,28 @@ def test_punctuation_left_outside_a_span_stays_outside():
     assert out == "siehe <a>https://example.org/</a>, oder"
 
 
+def test_a_span_over_part_of_a_word_goes_around_the_same_part_of_its_target():
+    """A note's mark written onto its word (``module<sup>1</sup>``, Wikipedia's
+    ``word<sup><a>[1]</a></sup>``) marks the same part of the target word, not all of it;
+    where the target word does not hold that part, the span goes around the word."""
+    source = "It has a module1, which works."
+    at = source.index("1,")
+    out = place(source, [Span(at, at + 1, "<sup>", "</sup>")],
+                "Es hat ein Modul1, das geht.", [(k, k) for k in range(6)])
+    assert out == "Es hat ein Modul<sup>1</sup>, das geht."
+    source = "See the word[1] here."
+    at = source.index("[1]")
+    mark = Span(at, at + 3, "<sup>", "</sup>", children=[Span(at, at + 3, "<a>", "</a>")])
+    links = [(k, k) for k in range(4)]
+    assert place(source, [mark], "Siehe das Wort[1] hier.", links) == \
+        "Siehe das Wort<sup><a>[1]</a></sup> hier."
+    assert place(source, [mark], "Siehe das Wort hier.", links) == \
+        "Siehe das <sup><a>Wort</a></sup> hier."
+    at = source.index("word")  # a span from a word's start: its target word's start
+    assert place(source, [Span(at, at + 2, "<b>", "</b>")], "Siehe das wort[1] hier.",
+                 links) == "Siehe das <b>wo</b>rt[1] hier."
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_any_alignment_gives_well_formed_output_with_the_source_tags(data):

@@ -151,6 +151,27 @@ def place(source: str, spans: list[Span], translation: str,
         return (lead[:len(lead) - len(own_lead)] if lead.endswith(own_lead) else "",
                 trail[len(own_trail):] if trail.startswith(own_trail) else "")
 
+    def within(span: Span, word: str) -> tuple[str, str] | None:
+        """For a span over part of one source word (a note's mark after its word:
+        ``module<sup>1</sup>``), the text of its target ``word`` before and after the same
+        part, where that word holds the part at the same end of it, or once; else None (the
+        span goes around whole words)."""
+        own = covered(span)
+        if len(own) != 1:
+            return None
+        s, e = src_words[own[0]]
+        inner = source[max(span.start, s):min(span.end, e)]
+        if (span.start <= s and span.end >= e) or not inner or word == inner:
+            return None
+        if span.end >= e and word.endswith(inner):
+            return word[:-len(inner)], ""
+        if span.start <= s and word.startswith(inner):
+            return "", word[len(inner):]
+        if word.count(inner) == 1:
+            at = word.index(inner)
+            return word[:at], word[at + len(inner):]
+        return None
+
     def glued(span: Span) -> tuple[bool, bool]:
         """Whether a span over no word touches the text before / after it in the source."""
         return (span.start > 0 and not source[span.start - 1].isspace(),
@@ -170,10 +191,12 @@ def place(source: str, spans: list[Span], translation: str,
                 pieces.append((text, -1, *glued(span)))
             else:
                 first, last = tgt_words[a], tgt_words[b - 1]
-                lead, trail = outside(span, first, last)
-                if lead == first or (a == b - 1 and len(lead) + len(trail) >= len(first)):
+                cut = within(span, first) if a == b - 1 else None
+                lead, trail = cut if cut is not None else outside(span, first, last)
+                if cut is None and (lead == first or (a == b - 1 and
+                                                      len(lead) + len(trail) >= len(first))):
                     lead = ""
-                if trail == last[len(lead) if a == b - 1 else 0:]:
+                if cut is None and trail == last[len(lead) if a == b - 1 else 0:]:
                     trail = ""
                 tgt_words[a] = first[len(lead):]
                 tgt_words[b - 1] = tgt_words[b - 1][:len(tgt_words[b - 1]) - len(trail)]
