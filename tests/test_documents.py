@@ -295,6 +295,41 @@ def test_a_picture_in_a_word_paragraph_is_a_point_of_its_sentence(toy_model, tra
     assert len(translated._p.findall(f".//{qn('w:drawing')}")) == 1
 
 
+def test_line_breaks_and_tabs_end_lines_in_word_and_opendocument(toy_model, translator,
+                                                                 tmp_path):
+    """Word and LibreOffice write a line break or a tab between two lines' words without a
+    space: the lines are translated apart and the break or tab stays between them, not run
+    together into one word ("rho" + "omega" as "rhoomega")."""
+    import docx
+    from odf import teletype, text
+    from odf.opendocument import OpenDocumentText, load
+    words = SENTENCES[2].split()
+    lines = [" ".join(words[:2]), " ".join(words[2:])]
+    expected = translator.translate(lines)
+    for kind in ("break", "tab"):
+        document = docx.Document()
+        paragraph = document.add_paragraph(lines[0])
+        point = paragraph.add_run()
+        point.add_break() if kind == "break" else point.add_tab()
+        paragraph.add_run(lines[1])
+        path = tmp_path / f"{kind}.docx"
+        document.save(str(path))
+        out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / f"out-{kind}.docx")))
+        assert out.paragraphs[0].text == ("\n" if kind == "break" else "\t").join(expected)
+    document = OpenDocumentText()
+    paragraph = text.P(text=lines[0])
+    paragraph.addElement(text.LineBreak())
+    paragraph.addText(lines[1])
+    paragraph.addElement(text.Tab())
+    paragraph.addText(lines[0])
+    document.text.addElement(paragraph)
+    path = tmp_path / "in.odt"
+    saved(document, path)
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odt")))
+    said = teletype.extractText(out.getElementsByType(text.P)[0])
+    assert said == f"{expected[0]}\n{expected[1]}\t{expected[0]}"
+
+
 def test_a_merged_word_cell_is_translated_once(toy_model):
     """python-docx lists a merged cell once for each grid cell it spans; its paragraphs are
     translated once."""
@@ -838,7 +873,10 @@ def test_epub_books_keep_every_member_and_code(toy_model, translator, tmp_path):
 
 def test_opendocument_presentations_are_translated(toy_model, translator, tmp_path):
     """An .odp: each slide's text boxes, and the speaker's notes, are translated as an
-    .odt's paragraphs are; the slides and their frames stay."""
+    .odt's paragraphs are; the slides and their frames stay, and keep their names as written
+    (LibreOffice links to a slide by its name: "#Slide 1")."""
+    import zipfile
+
     from odf import teletype, text
     from odf.draw import Page
     from odf.opendocument import OpenDocumentPresentation, load
@@ -858,12 +896,149 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
         page.addElement(notes)
         document.presentation.addElement(page)
     path = tmp_path / "in.odp"
-    saved(document, path)
-    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.odp")))
+    with zipfile.ZipFile(io.BytesIO(saved(document, path))) as package:
+        members = {i.filename: package.read(i) for i in package.infolist()}
+    # (odfpy writes a name as an XML name; LibreOffice as given)
+    members["content.xml"] = members["content.xml"].replace(b"slide0", b"Slide one")
+    path.write_bytes(_zip(members))
+    written = run(toy_model, path, tmp_path / "out.odp")
+    with zipfile.ZipFile(io.BytesIO(written)) as package:
+        assert b'draw:name="Slide one"' in package.read("content.xml")
+    out = load(io.BytesIO(written))
     assert out.mimetype == "application/vnd.oasis.opendocument.presentation"
     assert len(out.getElementsByType(Page)) == 2
     said = [teletype.extractText(p) for p in out.getElementsByType(text.P)]
     assert sorted(said) == sorted(translator.translate(SENTENCES[:4]))
+
+
+def pptx_deck() -> bytes:
+    """A PowerPoint deck written by python-pptx: a title, a text box of bold, italic, linked
+    and monospaced runs, a slide-number field and a line break, a table, a group, a chart's
+    title and speaker notes."""
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.oxml.ns import qn
+    from pptx.util import Inches
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # "Title Only"
+    slide.shapes.title.text = SENTENCES[0]
+    words = SENTENCES[1].split()
+    frame = slide.shapes.add_textbox(0, 0, Inches(4), Inches(1)).text_frame
+    for k, text in enumerate([" ".join(words[:3]) + " ", words[3], f" {words[4]}",
+                              f" {words[5]}", " ", words[6]]):
+        run = frame.paragraphs[0].add_run()
+        run.text = text
+        run.font.bold = k == 1 or None
+        run.font.italic = k == 5 or None
+        run.font.underline = k == 3 or None
+        if k in (2, 3):  # one link over two runs formatted apart
+            run.hyperlink.address = "https://example.org/"
+    code = frame.add_paragraph().add_run()
+    code.text, code.font.name = "x = 1", "Courier New"
+    field = code._r.makeelement(qn("a:fld"), {"id": "{1}", "type": "slidenum"})
+    field.append(field.makeelement(qn("a:t"), {}))
+    field[0].text = "7"
+    code._r.addnext(field)
+    second = slide.shapes.add_textbox(0, Inches(1), Inches(4), Inches(1)).text_frame
+    half = SENTENCES[2].split()
+    second.text = f"{' '.join(half[:2])}\v{' '.join(half[2:])}"  # (\v: python-pptx's a:br)
+    table = slide.shapes.add_table(1, 2, 0, Inches(2), Inches(4), Inches(1)).table
+    table.cell(0, 0).text = SENTENCES[4]
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_textbox(0, Inches(3), Inches(4), Inches(1)).text_frame.text = SENTENCES[5]
+    data = CategoryChartData()
+    data.categories = ["alpha", "beta"]
+    data.add_series("gamma", (1, 2))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, 0, Inches(4), Inches(4),
+                                   Inches(2), data).chart
+    chart.chart_title.text_frame.text = SENTENCES[6]
+    slide.notes_slide.notes_text_frame.text = SENTENCES[7]
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return buffer.getvalue()
+
+
+def test_powerpoint_presentations_keep_formatting_links_and_every_frame(toy_model, translator,
+                                                                          tmp_path):
+    """A .pptx: every slide's title, text boxes, table cells, grouped shapes, chart title and
+    notes translated; a run's bold, italic and link carried onto its words; code, fields and
+    breaks kept; the layouts' prompts and the chart's data left alone; the deck says it is
+    in the target language. python-pptx reads it back."""
+    from pptx import Presentation
+    from pptx.oxml.ns import qn
+    path = tmp_path / "in.pptx"
+    path.write_bytes(pptx_deck())
+    out = Presentation(io.BytesIO(run(toy_model, path, tmp_path / "out.pptx")))
+    t = translator.translate(SENTENCES)
+    slide = out.slides[0]
+    title, box, second, table, group, chart = slide.shapes
+    assert title.text_frame.text == t[0]
+    first, code = box.text_frame.paragraphs
+    runs = first.runs
+    assert " ".join(first.text.split()) == t[1]
+    assert len([r for r in runs if r.font.bold]) == 1
+    assert len([r for r in runs if r.font.italic]) == 1
+    linked = [k for k, r in enumerate(runs) if r.hyperlink.address == "https://example.org/"]
+    assert linked == [linked[0]]  # one run: the link's, formatted as most of its text
+    assert [(r.text, r.font.name) for r in code.runs] == [("x = 1", "Courier New")]  # as written
+    assert code._p.find(qn("a:fld")).find(qn("a:t")).text == "7"
+    lines = second.text_frame.paragraphs[0]
+    assert lines._p.find(qn("a:br")) is not None
+    half = SENTENCES[2].split()  # each line translated apart, not run together
+    assert lines.text.split("\v") == translator.translate([" ".join(half[:2]),
+                                                            " ".join(half[2:])])
+    assert table.table.cell(0, 0).text == t[4]
+    assert group.shapes[0].text_frame.text == t[5]
+    assert chart.chart.chart_title.text_frame.text == t[6]
+    assert list(chart.chart.plots[0].categories) == ["alpha", "beta"]  # data, as the workbook
+    assert slide.notes_slide.notes_text_frame.text == t[7]
+    prompts = [p.text_frame.text for p in out.slide_layouts[0].placeholders]
+    assert "Click to edit Master title style" in prompts  # a placeholder's prompt, kept
+    languages = {r.get("lang") for r in slide.shapes._spTree.iter(qn("a:rPr"))} - {None}
+    assert languages <= {"es"}
+
+
+def test_opendocument_spans_of_the_paragraph_s_own_style_are_plain_text(toy_model, translator,
+                                                                         tmp_path):
+    """LibreOffice Impress writes every stretch of a slide's text in a span (its size and
+    font): the spans of the style most of the text is in are plain text to the markup path,
+    and the translation is written back in one of them; only the code is a span to place."""
+    from odf import text
+    from odf.opendocument import OpenDocumentText, load
+    from odf.style import Style, TextProperties
+
+    from aiayn.documents import translate_document
+    document = OpenDocumentText()
+    body = Style(name="T1", family="text")
+    body.addElement(TextProperties(fontsize="32pt"))
+    document.automaticstyles.addElement(body)
+    code = Style(name="T2", family="text")
+    code.addElement(TextProperties(fontname="Courier New", fontfamily="Courier New"))
+    document.automaticstyles.addElement(code)
+    words = SENTENCES[3].split()
+    paragraph = text.P()
+    paragraph.addElement(text.Span(stylename=body, text=" ".join(words[:2]) + " "))
+    paragraph.addElement(text.Span(stylename=code, text="make"))
+    paragraph.addElement(text.Span(stylename=body, text=" " + " ".join(words[2:])))
+    document.text.addElement(paragraph)
+    path = tmp_path / "in.odt"
+    saved(document, path)
+    sent = []
+    original = translator.translate_markup
+    translator.translate_markup = lambda docs, *a, **k: sent.extend(docs) or \
+        original(docs, *a, **k)
+    try:
+        out = load(io.BytesIO(translate_document(translator, path.read_bytes(), ".odt")))
+    finally:
+        translator.translate_markup = original
+    assert sent == [f"{' '.join(words[:2])} <code data-r=\"1\">make</code> "
+                    f"{' '.join(words[2:])}"]
+    spans = out.getElementsByType(text.P)[0].childNodes
+    assert all(s.qname == (text.Span().qname) for s in spans)  # no text left unstyled
+    styles = [s.getAttribute("stylename") for s in spans]
+    assert styles.count("T2") == 1 and set(styles) == {"T1", "T2"}
+    assert [str(s) for s in spans if s.getAttribute("stylename") == "T2"] == ["make"]
 
 
 def _zip(members: dict[str, bytes], damaged: str | None = None) -> bytes:
@@ -1052,6 +1227,10 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
     ("in.odt", _zip({"mimetype": b"application/vnd.oasis.opendocument.text"}),
      "it has no content.xml"),
     ("in.odp", b"PK\x03\x04 no", "not an OpenDocument presentation (.odp)"),
+    ("in.pptx", b"PK\x03\x04 no", "not a PowerPoint presentation (.pptx)"),
+    ("in.pptx", _zip({"[Content_Types].xml": b"<Types/>"}), "not a PowerPoint presentation"),
+    ("in.docx", pptx_deck(), "not a Word document (.docx): it is a PowerPoint presentation "
+     "(.pptx); give it that extension"),
     ("in.epub", b"not a zip", "not an EPUB book: it is not a zip archive"),
     ("in.epub", _zip({"mimetype": b"application/zip"}),
      "its mimetype member is not application/epub+zip"),
@@ -1106,6 +1285,12 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
     document.save(buffer)
     files["in.docx"] = buffer.getvalue()
     files["in.odt"] = odt_document(SENTENCES[6].split())
+    from pptx import Presentation
+    deck = Presentation()  # (the whole test deck, its chart's workbook in it, is over the limit)
+    deck.slides.add_slide(deck.slide_layouts[5]).shapes.title.text = SENTENCES[7]
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    files["in.pptx"] = buffer.getvalue()
     files["in.epub"] = _zip(epub_book(
         '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>alpha beta</p></body></html>'))
     expected = {}
@@ -1121,12 +1306,16 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                         for name in files}
                 return urls, await client.frontend_settings()
         urls, settings = asyncio.run(use())
-        assert ".docx" in settings.supported_files_format
+        assert {".docx", ".pptx"} <= set(settings.supported_files_format)
         for name, url in urls.items():
             got = httpx.get(url).content
             if name.endswith(".docx"):  # a zip: compare what it says
                 assert docx.Document(io.BytesIO(got)).paragraphs[0].text == \
                     docx.Document(io.BytesIO(expected[name])).paragraphs[0].text
+            elif name.endswith(".pptx"):
+                said = [Presentation(io.BytesIO(d)).slides[0].shapes.title.text
+                        for d in (got, expected[name])]
+                assert said[0] == said[1] != SENTENCES[7]
             elif name.endswith(".odt"):
                 from odf import teletype, text
                 from odf.opendocument import load

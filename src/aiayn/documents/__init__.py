@@ -1,6 +1,6 @@
 """Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs,
-Word and OpenDocument documents and presentations, EPUB books and XLIFF, each written back
-in its own format.
+Word and OpenDocument documents, PowerPoint and OpenDocument presentations, EPUB books and
+XLIFF, each written back in its own format.
 
     out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
 
@@ -101,19 +101,20 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import epub, gettext, subtitles, text, word, writer, xliff
+    from . import epub, gettext, slides, subtitles, text, word, writer, xliff
     return {".txt": text.translate_text, ".epub": epub.translate_epub, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
             ".xml": text.translate_xml, ".srt": subtitles.translate_srt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
+            ".pptx": slides.translate_pptx,
             ".xlf": xliff.translate_xliff,
             ".xliff": xliff.translate_xliff}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx", ".odt",
-           ".odp", ".epub", ".xlf", ".xliff")
+           ".odp", ".pptx", ".epub", ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:
@@ -134,6 +135,23 @@ def translate_document(translator: "Translator", data: bytes, suffix: str,
     return _formats()[suffix](data, Job(translator, options, glossary, overwrite))
 
 
+# an Office Open XML package's kind, by its main part's content type
+_OFFICE_KINDS = {"wordprocessingml": "a Word document (.docx)",
+                 "presentationml": "a PowerPoint presentation (.pptx)",
+                 "spreadsheetml": "an Excel workbook (.xlsx)"}
+
+
+def package_problem(err: Exception) -> str:
+    """What python-docx's or python-pptx's error on a file says, the kind of package it is
+    in place of the stream's repr where its main part is another kind's."""
+    match = re.search(r"content type is '([^']*)'", str(err))
+    if not match:
+        return str(err)
+    kind = next((name for key, name in _OFFICE_KINDS.items() if key in match.group(1)), None)
+    return f"it is {kind}; give it that extension" if kind else \
+        f"its main part is of type {match.group(1)}"
+
+
 def repack(archive: "zipfile.ZipFile", written: dict[str, bytes]) -> bytes:
     """A zip package (.odt, .epub) written again member for member, in its order and each
     compressed as it was (a mimetype first and stored stays so), ``written``'s members in
@@ -151,15 +169,18 @@ def repack(archive: "zipfile.ZipFile", written: dict[str, bytes]) -> bytes:
 
 
 def spanned(text: str, number: int | None, link: bool = False, code: bool = False,
-            point: bool = False) -> str:
+            point: bool = False, line: bool = False) -> str:
     """A stretch of a formatted paragraph as markup for ``Job.markup``: plain text, or span
     (a link) ``number`` of the paragraph's own list of formats; a ``code`` span (a link's
     text all code) is kept as written, as HTML's ``<code>`` is; a ``point`` stands between
-    words (an image, to the markup path)."""
+    words (an image, to the markup path); a ``line`` ends one (a line break, a tab), and the
+    words on either side are translated apart, as around HTML's ``<br>``, not run together."""
     import html
     if number is None:
         return html.escape(text)
-    if point:  # between words: a note's reference, a tab, a picture
+    if line:  # between lines: a line break, a tab
+        return f'<br data-r="{number}">'
+    if point:  # between words: a note's reference, a picture
         return f'<img data-r="{number}">'
     if link and code:  # a link on code: the link placed, its code kept
         return f'<a data-h="{number}"><code>{html.escape(text)}</code></a>'
@@ -196,14 +217,23 @@ def monospaced(font: str | None) -> bool:
 
 def stretches(translated: str) -> list[tuple[str, int | None]]:
     """A paragraph's translated markup (``spanned`` pieces, tags placed) as (text, number of
-    its format, None for plain text), in order."""
+    its format, None for plain text), in order: a text's format is that of the innermost
+    numbered element around it (code in a link: the code's), and a numbered element with no
+    content (a point, or a span left without words) is ("", its number)."""
     from ..markup.parse import Element, Text, parse_html
     out: list[tuple[str, int | None]] = []
-    for node in parse_html(translated)[0].children:
-        if isinstance(node, Text):
-            out.append((node.text, None))
-        elif isinstance(node, Element):
-            number = node.attr("data-r") or node.attr("data-h")
-            out.append((node.text(), int(number) if number is not None else None))
+
+    def walk(nodes: list, number: int | None) -> None:
+        for node in nodes:
+            if isinstance(node, Text):
+                out.append((node.text, number))
+            elif isinstance(node, Element):
+                own = node.attr("data-r") or node.attr("data-h")
+                inner = int(own) if own is not None else number
+                if node.children:
+                    walk(node.children, inner)
+                elif own is not None:
+                    out.append(("", inner))
+    walk(parse_html(translated)[0].children, None)
     return out
 

@@ -26,7 +26,7 @@ import io
 from typing import Any
 
 from ..errors import UserError, require
-from . import Job, code_style, monospaced, spanned, stretches
+from . import Job, code_style, monospaced, package_problem, spanned, stretches
 
 _SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd",
                      "commentRangeStart", "commentRangeEnd"}
@@ -55,7 +55,7 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as err:  # python-docx raises zip, XML and package errors alike
-        raise UserError(f"not a Word document (.docx): {err}") from None
+        raise UserError(f"not a Word document (.docx): {package_problem(err)}") from None
     notes = _notes(document)
     roots = _roots(document)
     roots += [root for _, root in notes if not any(root is r for r in roots)]
@@ -281,6 +281,11 @@ def _point(r) -> bool:
     return len(inner) == 1 and _local(inner[0].tag) in _POINT
 
 
+def _line(r) -> bool:
+    """Whether a point run (``_point``) ends a line: a tab or a line break (a page break too)."""
+    return any(_local(c.tag) in ("tab", "br") for c in r)
+
+
 def _anchor(element) -> bool:
     """Whether a paragraph's child ends a comment's range there: the range's end, or the run
     holding the comment's reference (its mark). A translated paragraph is a comment's range
@@ -310,21 +315,21 @@ def _markup(paragraph) -> tuple[str, list]:
                        paragraph)
     base_key, base_rpr = base if base else ("", None)
     parts: list = [base_rpr if base_key else None]  # (none, or empty ones: written as none)
-    # (text, format number, link, code, point)
-    pieces: list[tuple[str, int | None, bool, bool, bool]] = []
+    # (text, format number, link, code, point, line)
+    pieces: list[tuple[str, int | None, bool, bool, bool, bool]] = []
     for item, coded in zip(items, code):
         if isinstance(item, Hyperlink):
             parts.append(item._hyperlink)
             pieces.append((item.text, len(parts) - 1, True,
                            bool(item.runs) and all(_code_run(r, paragraph) for r in item.runs),
-                           False))
+                           False, False))
             continue
         if _point(item._r):
             parts.append(item._r)
-            pieces.append(("", len(parts) - 1, False, False, True))
+            pieces.append(("", len(parts) - 1, False, False, True, _line(item._r)))
             continue
         if key(item) == base_key and not coded:
-            pieces.append((item.text, None, False, False, False))
+            pieces.append((item.text, None, False, False, False, False))
         elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
                 and _local(parts[last].tag) == "rPr" \
                 and key(item) == _key(parts[last]):  # formatted alike: one span
@@ -332,7 +337,7 @@ def _markup(paragraph) -> tuple[str, list]:
         else:
             rpr = item._r.rPr
             parts.append(rpr if rpr is not None else paragraph._p.makeelement(qn("w:rPr"), {}))
-            pieces.append((item.text, len(parts) - 1, False, coded, False))
+            pieces.append((item.text, len(parts) - 1, False, coded, False, False))
     return "".join(spanned(*piece) for piece in pieces), parts
 
 

@@ -43,6 +43,7 @@ _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
 # endnote (its own paragraphs translated apart), a tab, a line break, bookmarks
 _POINTS = {(_TEXT_NS, name) for name in ("note", "tab", "line-break", "soft-page-break",
                                          "bookmark", "bookmark-start", "bookmark-end")}
+_LINES = {(_TEXT_NS, "tab"), (_TEXT_NS, "line-break")}  # the points that end a line
 _OFFICE_NS = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 # a comment (its paragraphs translated apart) and the end of the range it covers: a translated
 # paragraph is the range whole, the comment before its words and the range's end after them
@@ -87,10 +88,28 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
     _relabel(document, job)
-    written = {"content.xml": _versioned(document.contentxml(), archive.read("content.xml"))}
+    written = {"content.xml": _named(_versioned(document.contentxml(),
+                                                archive.read("content.xml")),
+                                     archive.read("content.xml"))}
     if "styles.xml" in parsed:
-        written["styles.xml"] = _versioned(document.stylesxml(), archive.read("styles.xml"))
+        written["styles.xml"] = _named(_versioned(document.stylesxml(),
+                                                  archive.read("styles.xml")),
+                                       archive.read("styles.xml"))
     return repack(archive, written)
+
+
+_DRAW_NAME = re.compile(rb'\bdraw:name="([^"]*)"')
+
+
+def _named(written: bytes, original: bytes) -> bytes:
+    """``written`` with each ``draw:name`` (a slide's, a frame's) as ``original`` gives it, in
+    order. odfpy makes a name an XML name ("Building Node.js" -> "Building_20_Node.js"), and a
+    link to a slide by its name then leads nowhere."""
+    names, found = _DRAW_NAME.findall(original), _DRAW_NAME.findall(written)
+    if len(names) != len(found):
+        return written
+    given = iter(names)
+    return _DRAW_NAME.sub(lambda m: b'draw:name="' + next(given) + b'"', written)
 
 
 def _readable(archive: zipfile.ZipFile, job: Job, kind: str) -> tuple[bytes, set[str]]:
@@ -320,16 +339,30 @@ def _text(node) -> str:
 
 
 def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
-    parts: list = []
+    """The paragraph as one sentence of markup, and what each span number stands for. Where
+    most of its text is in spans of one style (LibreOffice Impress writes every stretch of a
+    slide's text in a span), those spans' text is plain text and part 0 is one of them, which
+    the translation's plain text is written in; otherwise part 0 is None, and text outside
+    spans is plain. (Placed as spans, they had pushed the rest of the paragraph's spans,
+    code among them, out of their words.)"""
+    base = _prevailing(paragraph, styles)
+    parts: list = [base]
     pieces = []
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
+            if base is None:
+                pieces.append(spanned(_text(child), None))
+            else:  # bare text among spans of one style: a span of its own
+                parts.append(_BARE)
+                pieces.append(spanned(_text(child), len(parts) - 1))
+        elif base is not None and _plain_span(child, styles, paragraph) \
+                and _span_key(child) == _span_key(base):
             pieces.append(spanned(_text(child), None))
         elif child.qname in (_ANNOTATION, _ANNOTATION_END):
             continue  # (put back by _rewrite)
         elif child.qname in _POINTS:
             parts.append(child)
-            pieces.append(spanned("", len(parts) - 1, point=True))
+            pieces.append(spanned("", len(parts) - 1, point=True, line=child.qname in _LINES))
         else:
             parts.append(child)
             link = child.qname == (_TEXT_NS, "a")
@@ -337,6 +370,37 @@ def _markup(paragraph, styles: _Styles) -> tuple[str, list]:
                        if e.qname == (_TEXT_NS, "span"))
             pieces.append(spanned(_text(child), len(parts) - 1, link=link, code=code))
     return "".join(pieces), parts
+
+
+_BARE = "text outside spans"  # a part: text written straight into the paragraph
+
+
+def _span_key(span) -> tuple:
+    return tuple(sorted((str(k), v) for k, v in span.attributes.items()))
+
+
+def _plain_span(child, styles: _Styles, paragraph) -> bool:
+    """Whether a paragraph's child is a span holding only text, not code."""
+    return child.nodeType == child.ELEMENT_NODE and child.qname == (_TEXT_NS, "span") \
+        and _nested(child) == [child] and not styles.code_span(child, paragraph)
+
+
+def _prevailing(paragraph, styles: _Styles):
+    """The first of the paragraph's spans of the style that holds most of its text, where
+    spans of one style hold more of it than the text outside spans; else None."""
+    weight: dict[tuple | None, int] = {}
+    first: dict[tuple, Any] = {}
+    for child in paragraph.childNodes:
+        if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
+            weight[None] = weight.get(None, 0) + len(_text(child))
+        elif _plain_span(child, styles, paragraph):
+            key = _span_key(child)
+            weight[key] = weight.get(key, 0) + len(_text(child))
+            first.setdefault(key, child)
+    if not weight:
+        return None
+    best = max(weight, key=lambda k: (weight[k], k is None))
+    return None if best is None else first[best]
 
 
 def _rewrite(paragraph, parts: list, translated: str) -> None:
@@ -353,14 +417,15 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
     for comment in comments:
         _attach(paragraph, comment)
     for text, number in stretches(translated):
-        if number is None:
+        part = parts[0 if number is None else number]
+        if part is None or part is _BARE:
             paragraph.addText(text)
             continue
-        if parts[number].qname in _POINTS:  # itself: a note's paragraphs are translated apart
-            _attach(paragraph, parts[number])
+        if part.qname in _POINTS:  # itself: a note's paragraphs are translated apart
+            _attach(paragraph, part)
             continue
         parent = paragraph
-        for element in _nested(parts[number]) or [parts[number]]:
+        for element in _nested(part) or [part]:
             element = copy.copy(element)  # its name and attributes
             element.childNodes, element.parentNode = [], None
             parent.appendChild(element)
