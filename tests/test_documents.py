@@ -911,6 +911,15 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
     assert sorted(said) == sorted(translator.translate(SENTENCES[:4]))
 
 
+def word_document() -> bytes:
+    import docx
+    document = docx.Document()
+    document.add_paragraph(SENTENCES[0])
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
 def pptx_deck() -> bytes:
     """A PowerPoint deck written by python-pptx: a title, a text box of bold, italic, linked
     and monospaced runs, a slide-number field and a line break, a table, a group, a chart's
@@ -1231,6 +1240,8 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
     ("in.pptx", _zip({"[Content_Types].xml": b"<Types/>"}), "not a PowerPoint presentation"),
     ("in.docx", pptx_deck(), "not a Word document (.docx): it is a PowerPoint presentation "
      "(.pptx); give it that extension"),
+    ("in.pptx", word_document(), "not a PowerPoint presentation (.pptx): it is a Word "
+     "document (.docx); give it that extension"),
     ("in.epub", b"not a zip", "not an EPUB book: it is not a zip archive"),
     ("in.epub", _zip({"mimetype": b"application/zip"}),
      "its mimetype member is not application/epub+zip"),
