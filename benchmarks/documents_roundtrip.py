@@ -2,11 +2,12 @@
 bold and italic stretch, every link and every piece of code still there?
 
     python benchmarks/documents_roundtrip.py --checkpoint RUN DOC.md [DOC.md ...] \
-        [--formats docx odt html epub lo.docx lo.odt]
+        [FILE.docx FILE.odt ...] [--formats docx odt html epub lo.docx lo.odt]
 
 Each Markdown file (real documentation, e.g. a README under /usr/share/doc) is converted by
 pandoc into each format (``lo.docx``, ``lo.odt``: pandoc's HTML page saved by LibreOffice,
-whose styles and structure differ from pandoc's own); `aiayn.documents.translate_document`
+whose styles and structure differ from pandoc's own); a .docx, .odt, .html or .epub file
+given is taken as it is (a file Word wrote, say). `aiayn.documents.translate_document`
 (what `aiayn translate --file` and `/translate_file` run) translates it; pandoc reads the
 source and the translation back into its syntax tree, and LibreOffice, where it is installed,
 opens the translation (converting it to plain text). Per top-level block, the formatting is
@@ -173,10 +174,14 @@ def main() -> None:
     print("|---|---|---:|---|---:|---:|---:|---:|---|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for document in args.documents:
-            for fmt in args.formats:
+            given = document.suffix in (".docx", ".odt", ".html", ".epub")  # a file as it is
+            for fmt in [document.suffix[1:]] if given else args.formats:
                 suffix = "." + fmt.rsplit(".", 1)[-1]
                 path = Path(tmp) / f"{document.stem}{suffix}"
-                make(document, fmt, path)
+                if given:
+                    shutil.copyfile(document, path)
+                else:
+                    make(document, fmt, path)
                 started = time.perf_counter()
                 try:
                     with contextlib.redirect_stdout(io.StringIO()) as printed:
