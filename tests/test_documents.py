@@ -1008,6 +1008,42 @@ def test_powerpoint_presentations_keep_formatting_links_and_every_frame(toy_mode
     assert languages <= {"es"}
 
 
+def test_powerpoint_comments_are_translated(toy_model, translator, tmp_path):
+    """A deck's comments: PowerPoint 2007-2019's (``p:text``, plain, its lines kept) and
+    today's (``p188:txBody``, paragraphs as a slide's); their authors and dates stay."""
+    from pptx import Presentation
+    from pptx.opc.constants import RELATIONSHIP_TYPE
+    from pptx.opc.package import Part
+    from pptx.opc.packuri import PackURI
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    p = "http://schemas.openxmlformats.org/presentationml/2006/main"
+    old = (f'<p:cmLst xmlns:p="{p}"><p:cm authorId="0" dt="2026-01-02T03:04:05.000" idx="1">'
+           f'<p:pos x="10" y="10"/><p:text>{SENTENCES[0]}\n{SENTENCES[1]}</p:text></p:cm>'
+           f'</p:cmLst>').encode()
+    new = (f'<p188:cmLst xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+           f'xmlns:p188="http://schemas.microsoft.com/office/powerpoint/2018/8/main">'
+           f'<p188:cm id="{{1}}" authorId="{{2}}" created="2026-01-02T03:04:05.000">'
+           f'<p188:txBody><a:bodyPr/><a:p><a:r><a:t>{SENTENCES[2]}</a:t></a:r></a:p>'
+           f'</p188:txBody></p188:cm></p188:cmLst>').encode()
+    for name, blob, kind in (("comment1", old, "comments"),
+                             ("modernComment_100_1", new, "modernComment")):
+        part = Part(PackURI(f"/ppt/comments/{name}.xml"),
+                    f"application/vnd.openxmlformats-officedocument.presentationml.{kind}+xml"
+                    if kind == "comments" else "application/vnd.ms-powerpoint.comments+xml",
+                    deck.part.package, blob)
+        slide.part.relate_to(part, RELATIONSHIP_TYPE.COMMENTS if kind == "comments" else
+                             "http://schemas.microsoft.com/office/2018/10/relationships/comments")
+    path = tmp_path / "in.pptx"
+    deck.save(str(path))
+    out = Presentation(io.BytesIO(run(toy_model, path, tmp_path / "out.pptx")))
+    parts = {str(part.partname): part.blob for part in out.part.package.iter_parts()}
+    t = translator.translate(SENTENCES[:3])
+    assert f"<p:text>{t[0]}\n{t[1]}</p:text>".encode() in parts["/ppt/comments/comment1.xml"]
+    assert b'dt="2026-01-02T03:04:05.000"' in parts["/ppt/comments/comment1.xml"]
+    assert f"<a:t>{t[2]}</a:t>".encode() in parts["/ppt/comments/modernComment_100_1.xml"]
+
+
 def test_opendocument_spans_of_the_paragraph_s_own_style_are_plain_text(toy_model, translator,
                                                                          tmp_path):
     """LibreOffice Impress writes every stretch of a slide's text in a span (its size and

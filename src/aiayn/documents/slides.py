@@ -1,8 +1,8 @@
 """PowerPoint presentations (.pptx, python-pptx): the paragraphs of every slide (text boxes,
 placeholders, shapes in groups, table cells), of its speaker notes, of its charts' titles and
 labels and of its SmartArt, and those that slide layouts and masters show on every slide
-(their own shapes: a placeholder's prompt is not shown), translated with their runs'
-formatting and links carried by the markup path, as Word documents' runs are
+(their own shapes: a placeholder's prompt is not shown), and comments, translated with
+their runs' formatting and links carried by the markup path, as Word documents' runs are
 (``aiayn.documents.word``).
 
 A DrawingML paragraph (``a:p``) holds runs (``a:r``: properties and text), line breaks
@@ -39,11 +39,13 @@ _POINT = "a point"  # a line break or field, to ``_markup``
 # run properties that say nothing of the run's look: its spelling, whether it changed since
 # the layout was computed, smart tags, bookmarks
 _UNSEEN = ("err", "dirty", "noProof", "smtClean", "smtId", "bmk")
-# the parts whose paragraphs are translated, and (the second group) those whose placeholders
-# are left alone: a layout's or master's placeholder holds the prompt shown while editing
-_PARTS = re.compile(r"/ppt/(?:(slides/slide|notesSlides/notesSlide|charts/chart|"
-                    r"diagrams/(?:data|drawing))|(slideLayouts/slideLayout|"
-                    r"slideMasters/slideMaster))\d+\.xml")
+# the parts whose paragraphs are translated (PowerPoint's comments of today among them), those
+# whose placeholders are left alone (a layout's or master's placeholder holds the prompt shown
+# while editing), and the comments of PowerPoint 2007-2019, plain text
+_PARTS = re.compile(r"/ppt/(?:(?P<shown>slides/slide\d+|notesSlides/notesSlide\d+|charts/chart\d+|"
+                    r"diagrams/(?:data|drawing)\d+|comments/modernComment_[^/]+)|"
+                    r"(?P<layout>slideLayouts/slideLayout\d+|slideMasters/slideMaster\d+)|"
+                    r"(?P<plain>comments/comment\d+))\.xml")
 
 
 def _local(tag) -> str:
@@ -59,9 +61,9 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
         raise UserError(f"not a PowerPoint presentation (.pptx): "
                         f"{package_problem(err)}") from None
     font = _body_font(presentation)
-    owned = [(p, part) for part, root, shown in parts for p in root.iter(f"{_A}p")
-             if _text(p).strip() and (shown or not _in_placeholder(p))
-             and not _listing(p, font)]
+    owned = [(p, part) for part, root, kind in parts if kind != "plain"
+             for p in root.iter(f"{_A}p") if _text(p).strip()
+             and (kind == "shown" or not _in_placeholder(p)) and not _listing(p, font)]
     paragraphs = [p for p, _ in owned]
     simple = [_simple(p) for p in paragraphs]
     whole = [p for p, one in zip(paragraphs, simple) if one]
@@ -74,6 +76,10 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
     for t, translation in zip(texts, job.lines([t.text.strip() for t in texts])):
         t.text = t.text[:len(t.text) - len(t.text.lstrip())] + translation + \
             t.text[len(t.text.rstrip()):]
+    comments = [t for _, root, kind in parts if kind == "plain" for t in root.iter(f"{_P}text")
+                if t.text and t.text.strip()]
+    for t, translation in zip(comments, job.by_line([t.text for t in comments])):
+        t.text = translation
     _relabel([presentation.part._element, *(root for _, root, _ in parts)], job)
     from pptx.opc.oxml import serialize_part_xml
     for part, root, _ in parts:
@@ -84,10 +90,11 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
     return buffer.getvalue()
 
 
-def _parts(presentation) -> list[tuple[Any, Any, bool]]:
+def _parts(presentation) -> list[tuple[Any, Any, str]]:
     """The parts holding text to translate, each with its XML root (parsed here where
-    python-pptx keeps the part as bytes: SmartArt's) and whether its placeholders' text is
-    shown (False for layouts and masters)."""
+    python-pptx keeps the part as bytes: SmartArt's, comments') and its kind: "shown",
+    "layout" (a layout or master, whose placeholders' text is not shown) or "plain" (old
+    comments, their text in ``p:text``)."""
     from pptx.oxml import parse_xml
     found = []
     for part in presentation.part.package.iter_parts():
@@ -95,7 +102,7 @@ def _parts(presentation) -> list[tuple[Any, Any, bool]]:
         if match:
             root = getattr(part, "_element", None)
             found.append((part, parse_xml(part.blob) if root is None else root,
-                          match.group(1) is not None))
+                          match.lastgroup or "shown"))
     return found
 
 
