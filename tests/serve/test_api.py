@@ -6,6 +6,7 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 
 from aiayn.translate import load
@@ -236,7 +237,7 @@ def test_a_lone_surrogate_escape_is_a_400_not_a_500(server, reference):
     assert code == 200 and answer["translatedText"] == reference[SENTENCES[0]]
 
 
-def test_the_page_in_a_real_browser(server, reference):
+def test_the_page_in_a_real_browser(server, reference, tmp_path):
     chromedriver = shutil.which("chromedriver") or "/usr/bin/chromedriver"
     if not shutil.which("chromium") or not shutil.os.path.exists(chromedriver):
         pytest.skip("Debian's chromium and chromium-driver are not installed "
@@ -266,6 +267,26 @@ def test_the_page_in_a_real_browser(server, reference):
         assert len(cells) % len(rows) == 0 and len(rows) >= 2
         weight = float(cells[0].get_attribute("data-weight"))
         assert 0 <= weight <= 1 and ":" in cells[0].get_attribute("title")
+        # a whole file, as LibreTranslate's page translates one: uploaded, then downloaded
+        assert ".pptx" in browser.find_element(By.ID, "file").get_attribute("accept")
+        notes = tmp_path / "notes.txt"
+        notes.write_text(f"{SENTENCES[1]}\n\n{SENTENCES[2]}\n", encoding="utf-8")
+        browser.find_element(By.ID, "file").send_keys(str(notes))
+        browser.find_element(By.ID, "translate-file").click()
+        WebDriverWait(browser, 60).until(
+            lambda b: b.find_element(By.ID, "download").is_displayed())
+        link = browser.find_element(By.ID, "download")
+        assert link.get_attribute("download") == "notes.es.txt"
+        got = httpx.get(link.get_attribute("href")).text
+        assert got == f"{reference[SENTENCES[1]]}\n\n{reference[SENTENCES[2]]}\n"
+        scan = tmp_path / "scan.pdf"
+        scan.write_bytes(b"%PDF-1.4")
+        browser.find_element(By.ID, "file").send_keys(str(scan))
+        browser.find_element(By.ID, "translate-file").click()
+        WebDriverWait(browser, 60).until(
+            lambda b: b.find_element(By.ID, "file-error").text)
+        assert ".pdf are not translated" in browser.find_element(By.ID, "file-error").text
+        assert not browser.find_element(By.ID, "download").is_displayed()
     finally:
         browser.quit()
 
