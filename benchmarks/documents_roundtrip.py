@@ -6,14 +6,14 @@ bold and italic stretch, every link and every piece of code still there?
 
 Each Markdown file (real documentation, e.g. a README under /usr/share/doc) is converted by
 pandoc into each format (``lo.docx``, ``lo.odt``: pandoc's HTML page saved by LibreOffice,
-whose styles and structure differ from pandoc's own); a .docx, .odt, .html or .epub file
-given is taken as it is (a file Word wrote, say). `aiayn.documents.translate_document`
-(what `aiayn translate --file` and `/translate_file` run) translates it; pandoc reads the
-source and the translation back into its syntax tree, and LibreOffice, where it is installed,
-opens the translation (converting it to plain text). Per top-level block, the formatting is
-compared as a multiset of pandoc's inline and block elements (Strong, Emph, Link with its URL,
-Code with its text, ...; words and spaces left out, as a translation changes them and may
-reorder the elements), so a row counts:
+whose styles and structure differ from pandoc's own; ``md``: the Markdown file itself); a
+.docx, .odt, .html or .epub file given is taken as it is (a file Word wrote, say).
+`aiayn.documents.translate_document` (what `aiayn translate --file` and `/translate_file`
+run) translates it; pandoc reads the source and the translation back into its syntax tree,
+and LibreOffice, where it is installed, opens the translation (converting it to plain text).
+Per top-level block, the formatting is compared as a multiset of pandoc's inline and block
+elements (Strong, Emph, Link with its URL, Code with its text, ...; words and spaces left
+out, as a translation changes them and may reorder the elements), so a row counts:
 
 - blocks: pandoc's top-level blocks, and whether their kinds come back in the same order;
 - formatting kept: blocks whose elements come back exactly;
@@ -128,7 +128,11 @@ def block_elements(block) -> Counter:
 
 
 def make(document: Path, fmt: str, out: Path) -> None:
-    """``document`` (Markdown) as a file of format ``fmt``, written by pandoc or LibreOffice."""
+    """``document`` (Markdown) as a file of format ``fmt``, written by pandoc or LibreOffice
+    (``md``: the Markdown file itself)."""
+    if fmt == "md":
+        shutil.copyfile(document, out)
+        return
     if not fmt.startswith("lo."):
         pandoc([str(document), "-s", "-o", str(out), "--metadata", f"title={document.stem}"])
         return
@@ -143,7 +147,8 @@ def make(document: Path, fmt: str, out: Path) -> None:
 def opens(path: Path) -> str:
     """Whether LibreOffice opens ``path`` (and finds text in it); '-' where it is not
     installed."""
-    if shutil.which("soffice") is None or path.suffix == ".epub":  # (it writes EPUB only)
+    if shutil.which("soffice") is None or path.suffix in (".epub", ".md"):  # (EPUB: it
+        # writes it only; Markdown: it reads it as plain text)
         return "-"
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["soffice", "--headless", "--convert-to", "txt:Text", "--outdir", tmp,

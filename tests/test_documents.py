@@ -1116,6 +1116,53 @@ XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+def test_markdown_keeps_its_structure_formatting_links_and_code(toy_model, translator,
+                                                                tmp_path):
+    """A Markdown page: headings, paragraphs, list items, quotes and table cells translated
+    whole; strong, emphasis and links carried onto their words; code spans, code blocks, HTML
+    blocks, footnote references and the front matter kept as written; a reference link named
+    by its own text still finds its reference. mistletoe's HTML renderer reads it back."""
+    import re
+
+    import mistletoe
+    words = SENTENCES[1].split()
+    page = (f"---\ntitle: {SENTENCES[7]}\n---\n"
+            f"# {SENTENCES[0]}\n\n"
+            f"{' '.join(words[:3])} **{words[3]}** [{words[4]}](https://example.org/ \"t\") "
+            f"*{words[5]}* {words[6]}\n\n"
+            f"- {SENTENCES[2]}\n- `make install` [{SENTENCES[3]}][][^1]\n\n"
+            f"> {SENTENCES[4]}\n\n"
+            f"| a |\n|---|\n| {SENTENCES[5]} |\n\n"
+            f"```sh\n{SENTENCES[6]}\n```\n\n"
+            f"<div>{SENTENCES[6]}</div>\n\n"
+            f"[{SENTENCES[3]}]: https://example.org/install\n"
+            f"[^1]: {SENTENCES[2]}\n")
+    path = tmp_path / "in.md"
+    path.write_text(page, encoding="utf-8")
+    out = run(toy_model, path, tmp_path / "out.md").decode()
+    t = translator.translate(SENTENCES)
+    assert out.startswith(f"---\ntitle: {SENTENCES[7]}\n---\n")  # front matter, as it was
+    rendered = mistletoe.markdown(out.split("---\n", 2)[2])
+
+    def text(fragment: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", " ", fragment).split())
+    assert re.search(r"<h1>(.*?)</h1>", rendered).group(1) == t[0]
+    paragraph = re.search(r"<p>(.*?)</p>", rendered).group(1)
+    assert text(paragraph) == t[1]
+    assert paragraph.count("<strong>") == paragraph.count("<em>") == 1
+    assert '<a href="https://example.org/" title="t">' in paragraph
+    items = re.findall(r"<li>(.*?)</li>", rendered, re.DOTALL)
+    assert text(items[0]) == t[2]
+    assert "<code>make install</code>" in items[1] and "[^1]" in items[1]
+    assert '<a href="https://example.org/install">' in items[1]  # its reference found
+    assert f"][{SENTENCES[3]}]" in out  # by its name, as its text is translated
+    assert text(re.search(r"<blockquote>(.*?)</blockquote>", rendered, re.DOTALL)
+                .group(1)) == t[4]
+    assert text(re.findall(r"<td.*?>(.*?)</td>", rendered)[0]) == t[5]
+    assert f"```sh\n{SENTENCES[6]}\n```" in out and f"<div>{SENTENCES[6]}</div>" in out
+    assert f"[^1]: {t[2]}" in out
+
+
 def test_xliff_units(toy_model, translator, tmp_path):
     from translate.storage import xliff
     path = tmp_path / "in.xlf"
@@ -1259,6 +1306,7 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
     ("in.srt", b"1\nno timing here\ntext\n", "cue 1 has no"),
     ("in.txt", b"   \n", "the file is empty"),
     ("in.txt", b"fine\n\xff bad", "line 2 is not valid UTF-8"),
+    ("in.md", b"# fine\n\n\xff bad", "line 3 is not valid UTF-8"),
     ("in.srt", "1\n00:00:01,000 --> 00:00:02,000\nalpha\n\n2\nb\u00e9ta".encode("utf-16-le"),
      "is not valid UTF-8"),  # UTF-16 without its mark is not taken for it
     ("in.html", b'<meta charset="klingon"><p>alpha</p>', "says it is in klingon, an encoding"),

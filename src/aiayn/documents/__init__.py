@@ -1,4 +1,4 @@
-"""Files translated whole: plain text, HTML and XML, SubRip subtitles, gettext catalogs,
+"""Files translated whole: plain text, HTML, XML and Markdown, SubRip subtitles, gettext catalogs,
 Word and OpenDocument documents, PowerPoint and OpenDocument presentations, EPUB books and
 XLIFF, each written back in its own format.
 
@@ -101,10 +101,11 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import epub, gettext, slides, subtitles, text, word, writer, xliff
+    from . import epub, gettext, markdown, slides, subtitles, text, word, writer, xliff
     return {".txt": text.translate_text, ".epub": epub.translate_epub, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
-            ".xml": text.translate_xml, ".srt": subtitles.translate_srt,
+            ".xml": text.translate_xml, ".md": markdown.translate_md,
+            ".markdown": markdown.translate_md, ".srt": subtitles.translate_srt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
@@ -113,8 +114,8 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".xliff": xliff.translate_xliff}
 
 
-FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".srt", ".po", ".pot", ".docx", ".odt",
-           ".odp", ".pptx", ".epub", ".xlf", ".xliff")
+FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
+           ".docx", ".odt", ".odp", ".pptx", ".epub", ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:

@@ -1,0 +1,175 @@
+"""Markdown (.md; mistletoe, the CommonMark parser translate-toolkit reads Markdown with, as
+Weblate does): headings, paragraphs, list items, block quotes' paragraphs and table cells,
+each translated whole with its emphasis, strong text, strikethrough and links carried by the
+markup path, as a Word paragraph's runs are (``aiayn.documents.word``).
+
+A block's inline content becomes one sentence of markup: ``<b>``, ``<i>``, ``<s>`` and ``<a>``
+(each ``data-m=K``, K the token in the block's own list) around their text; code spans,
+autolinks, pictures and inline HTML a ``<code>`` or point kept as written; a hard line break
+the end of a line. The translation is turned back into mistletoe's tokens, copies of the
+source's around the translated words, and mistletoe's Markdown renderer writes the document
+again: its structure, fences, link reference definitions and tables as they were, each
+paragraph on one line. Code blocks, HTML blocks and a YAML front matter stay as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import re
+
+from ..data import charset
+from ..errors import UserError, require
+from . import Job
+
+# inline tokens whose text is translated, and the tag each is to the markup path
+_AROUND = {"Strong": "b", "Emphasis": "i", "Strikethrough": "s", "Link": "a"}
+# blocks whose inline content is a sentence of its own (a table's cells are found apart)
+_SENTENCES = {"Paragraph", "Heading", "SetextHeading", "TableCell"}
+_FRONT = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)",
+                    re.DOTALL | re.MULTILINE)
+# what the renderer would read as formatting in translated text: a backtick, a star, an
+# underscore at a word's edge (inside a word it is a letter), a "<" that starts a tag
+_SPECIAL = re.compile(r"[`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
+# a footnote's reference or label (GitHub's and pandoc's "[^1]"), which CommonMark reads as
+# text: kept as written, as a placeholder is
+_NOTE = re.compile(r"\[\^[^\]\s]+\]")
+_DEFINITION = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")  # a footnote's text starts so
+
+
+def translate_md(data: bytes, job: Job) -> bytes:
+    require("mistletoe", "Markdown files", "documents")
+    from mistletoe import block_token
+    from mistletoe.markdown_renderer import MarkdownRenderer
+    text, encoding = charset.read(data, "Markdown file")
+    front = _FRONT.match(text)
+    head, body = (front.group(), text[front.end():]) if front else ("", text)
+    with MarkdownRenderer() as renderer:
+        try:
+            document = block_token.Document(body.splitlines(keepends=True))
+        except Exception as err:  # (mistletoe raises what its parser meets)
+            raise UserError(f"not a Markdown file mistletoe reads: {err}") from None
+        blocks = [b for b in _blocks(document) if _words(b.children)]
+        labels = [_label(b) for b in blocks]
+        plans = [_markup(b.children) for b in blocks]
+        translated = job.markup([markup for markup, _ in plans]) if plans else []
+        for block, label, (_, tokens), out in zip(blocks, labels, plans, translated):
+            block.children = label + _tokens(out, tokens, renderer)
+        return encoding.write(head + renderer.render(document))
+
+
+def _blocks(token):
+    """The blocks under ``token`` whose inline content is translated, in order."""
+    name = type(token).__name__
+    if name in _SENTENCES:
+        yield token
+        return
+    if name == "Table":
+        rows = ([token.header] if getattr(token, "header", None) is not None else []) + \
+            list(token.children)
+        for row in rows:
+            yield from row.children
+        return
+    if name in ("CodeFence", "BlockCode", "HtmlBlock", "LinkReferenceDefinitionBlock"):
+        return
+    for child in getattr(token, "children", None) or []:
+        yield from _blocks(child)
+
+
+def _label(block) -> list:
+    """A footnote's label ("[^1]: ") taken off the start of its text, as a token to put
+    back before the translation (CommonMark reads a footnote as a paragraph); [] for none."""
+    from mistletoe.span_token import RawText
+    if not block.children or type(block.children[0]).__name__ != "RawText":
+        return []
+    first = block.children[0]
+    found = _DEFINITION.match(first.content)
+    if found is None:
+        return []
+    first.content = first.content[found.end():]
+    return [RawText(found.group())]
+
+
+def _words(tokens) -> bool:
+    """Whether inline ``tokens`` hold text to translate, outside code."""
+    for token in tokens:
+        name = type(token).__name__
+        if name == "RawText" and token.content.strip():
+            return True
+        if name in _AROUND and _words(token.children):
+            return True
+    return False
+
+
+def _markup(children) -> tuple[str, list]:
+    """A block's inline tokens as one sentence of markup, and the tokens its spans number."""
+    from mistletoe.span_token import RawText
+    tokens: list = []
+
+    def walk(children) -> str:
+        out = ""
+        for token in children:
+            name = type(token).__name__
+            if name == "RawText":  # its notes' references kept as written, as code is
+                at = 0
+                for note in _NOTE.finditer(token.content):
+                    out += html.escape(token.content[at:note.start()], quote=False)
+                    tokens.append(RawText(note.group()))
+                    out += f'<code data-m="{len(tokens) - 1}">{html.escape(note.group())}</code>'
+                    at = note.end()
+                out += html.escape(token.content[at:], quote=False)
+            elif name == "EscapeSequence":  # (an escaped character: plain text)
+                out += html.escape(token.children[0].content, quote=False)
+            elif name == "LineBreak" and token.soft:
+                out += " "
+            else:
+                tokens.append(token)
+                k = len(tokens) - 1
+                if name in _AROUND:
+                    tag = _AROUND[name]
+                    out += f'<{tag} data-m="{k}">{walk(token.children)}</{tag}>'
+                elif name == "LineBreak":  # a hard break: the end of a line
+                    out += f'<br data-m="{k}">'
+                elif name in ("InlineCode", "AutoLink"):  # words kept as written
+                    shown = token.children[0].content if token.children else ""
+                    out += f'<code data-m="{k}">{html.escape(shown, quote=False)}</code>'
+                else:  # a picture, inline HTML: a point between words
+                    out += f'<img data-m="{k}">'
+        return out
+    return walk(children), tokens
+
+
+def _tokens(translated: str, tokens: list, renderer) -> list:
+    """A block's translated markup as mistletoe's inline tokens: the source's tokens (copies,
+    for those around words) with the translated words in them. A reference link named by its
+    own text (``[INSTALL][]``, ``[INSTALL]``) names its reference outright, since its text is
+    translated (``[Installation][INSTALL]``); formatting left around no words goes."""
+    from mistletoe.span_token import RawText
+
+    from ..markup.parse import Element, Text, parse_html
+
+    def build(nodes) -> list:
+        out: list = []
+        for node in nodes:
+            if isinstance(node, Text):
+                out.append(RawText(_SPECIAL.sub(lambda m: "\\" + m.group(), node.text)))
+            elif isinstance(node, Element):
+                k = node.attr("data-m")
+                if k is None:
+                    out += build(node.children)
+                    continue
+                token = tokens[int(k)]
+                if type(token).__name__ in _AROUND:
+                    inner = build(node.children)
+                    if not inner:
+                        continue
+                    if getattr(token, "dest_type", None) in ("collapsed", "shortcut"):
+                        label = "".join(f.text for f in renderer.make_fragments(token.children))
+                        if label != "".join(f.text for f in renderer.make_fragments(inner)):
+                            token = copy.copy(token)
+                            token.dest_type, token.label = "full", label
+                    token = copy.copy(token)
+                    token.children = inner
+                out.append(token)
+        return out
+    return build(parse_html(translated)[0].children)
