@@ -200,7 +200,13 @@ def main() -> None:
                     print(f"({fmt}: {len(printed.getvalue())} characters printed to stdout)")
                 translated = Path(tmp) / f"{document.stem}.out{suffix}"
                 translated.write_bytes(out)
-                trees = [json.loads(pandoc([str(p), "-t", "json"])) for p in (path, translated)]
+                try:
+                    trees = [json.loads(pandoc([str(p), "-t", "json"]))
+                             for p in (path, translated)]
+                except SystemExit as err:  # (pandoc fails on a file given as it is)
+                    print(f"| {document} | {fmt} | read back failed: {str(err)[:100]} "
+                          f"|||||||||", flush=True)
+                    continue
                 r = compare(*trees)
                 print(f"| {document} | {fmt} | {r['blocks']} ({r['blocks back']}) | "
                       f"{'yes' if r['same kinds'] else 'no'} | "

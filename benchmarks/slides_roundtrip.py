@@ -14,7 +14,8 @@ translates it; a deck given as .pptx or .odp is translated as it is. python-pptx
 source and the translation (an .odp through LibreOffice's conversion of each to .pptx) and
 compares them paragraph by paragraph, in order:
 
-- slides and paragraphs: how many, and how many come back;
+- slides (those shown; a hidden one is not printed) and paragraphs: how many, and how many
+  come back;
 - formatting kept: paragraphs whose bold and italic stretches and links (with their targets)
   come back as many, in any order (a translation moves words);
 - code kept: runs in a monospaced font (pandoc sets code in Courier) that come back
@@ -90,9 +91,9 @@ def make(document: Path, fmt: str, out: Path) -> None:
 
 
 def paragraphs(path: Path) -> tuple[int, list[tuple[str, Counter, list[str], bool]]]:
-    """A deck's slides, and its paragraphs with text in order (shapes and tables, then the
-    notes): each as (its text, its elements: bold and italic stretches and links, its code
-    runs' texts, whether it is all code)."""
+    """A deck's slides shown (not hidden), and its paragraphs with text in order (shapes and
+    tables, then the notes): each as (its text, its elements: bold and italic stretches and
+    links, its code runs' texts, whether it is all code)."""
     from pptx import Presentation
     if path.suffix == ".odp":
         with tempfile.TemporaryDirectory() as tmp:
@@ -122,14 +123,17 @@ def paragraphs(path: Path) -> tuple[int, list[tuple[str, Counter, list[str], boo
                     stretch = bool(on(r))
             link = None
             for r in runs:
-                address = r.hyperlink.address
+                try:
+                    address = r.hyperlink.address
+                except KeyError:  # (an action with no target: a macro, "next slide")
+                    address = r.hyperlink._hlinkClick.action
                 if address and address != link:
                     found[("link", address)] += 1
                 link = address
             code = [r.text for r in runs if MONOSPACED.search(r.font.name or "")]
             listing = all(MONOSPACED.search(r.font.name or "") for r in runs if r.text.strip())
             out.append(("".join(r.text for r in runs), found, code, listing))
-    return len(deck.slides), out
+    return sum(1 for slide in deck.slides if slide._element.get("show") != "0"), out
 
 
 def compare(source: Path, translated: Path) -> dict:
