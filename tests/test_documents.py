@@ -330,6 +330,29 @@ def test_line_breaks_and_tabs_end_lines_in_word_and_opendocument(toy_model, tran
     assert said == f"{expected[0]}\n{expected[1]}\t{expected[0]}"
 
 
+def test_xml_comments_and_entity_references_in_a_word_paragraph(toy_model, translator,
+                                                                tmp_path):
+    """A paragraph holding an XML comment (or an unresolved entity's reference, as in a file
+    built to test parsers) is translated run by run around it; it was a traceback."""
+    import docx
+    from lxml import etree
+    document = docx.Document()
+    paragraph = document.add_paragraph(SENTENCES[2])
+    paragraph._p.append(etree.Comment(" kept "))
+    path = tmp_path / "in.docx"
+    document.save(str(path))
+    out = run(toy_model, path, tmp_path / "out.docx")
+    assert docx.Document(io.BytesIO(out)).paragraphs[0].text == \
+        translator.translate([SENTENCES[2]])[0]
+    assert b"<!-- kept -->" in zipfile_member(out, "word/document.xml")
+
+
+def zipfile_member(data: bytes, name: str) -> bytes:
+    import zipfile
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        return package.read(name)
+
+
 def test_a_merged_word_cell_is_translated_once(toy_model):
     """python-docx lists a merged cell once for each grid cell it spans; its paragraphs are
     translated once."""

@@ -46,8 +46,10 @@ _RECORDS = {"rPrChange", "pPrChange", "sectPrChange", "tblPrChange", "tblPrExCha
             "moveFromRangeStart", "moveFromRangeEnd", "moveToRangeStart", "moveToRangeEnd"}
 
 
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
+def _local(tag) -> str:
+    """An element's name without its namespace; "" for a comment, a processing instruction
+    or an entity's reference (lxml gives those a function as their tag)."""
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
 def translate_docx(data: bytes, job: Job) -> bytes:
