@@ -241,6 +241,14 @@ def test_a_span_over_part_of_a_word_goes_around_the_same_part_of_its_target():
                  links) == "Siehe das <b>wo</b>rt[1] hier."
 
 
+def test_a_span_after_the_sentence_s_trailing_space_is_placed_at_its_end():
+    """Word writes "State&nbsp;<span>&nbsp;</span>": the sentence is "State" once its
+    surrounding space is taken off, and the span over the last no-break space starts after
+    its end. It goes to the end of the translation; it was an IndexError."""
+    out = place("State", [Span(6, 7, "<span>", "</span>")], "Staat", [(0, 0)])
+    assert out == "Staat<span></span>"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_any_alignment_gives_well_formed_output_with_the_source_tags(data):

@@ -173,9 +173,11 @@ def place(source: str, spans: list[Span], translation: str,
         return None
 
     def glued(span: Span) -> tuple[bool, bool]:
-        """Whether a span over no word touches the text before / after it in the source."""
-        return (span.start > 0 and not source[span.start - 1].isspace(),
-                span.end < len(source) and not source[span.end].isspace())
+        """Whether a span over no word touches the text before / after it in the source (one
+        at the sentence's end, after its trailing space, touches nothing after it)."""
+        start, end = min(span.start, len(source)), min(span.end, len(source))
+        return (start > 0 and not source[start - 1].isspace(),
+                end < len(source) and not source[end].isspace())
 
     def write(placed: list, lo: int, hi: int) -> str:
         # (text, index after its last word or -1 for none, glued before, glued after)
