@@ -1349,6 +1349,9 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
      "(.pptx); give it that extension"),
     ("in.pptx", word_document(), "not a PowerPoint presentation (.pptx): it is a Word "
      "document (.docx); give it that extension"),
+    ("in.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504),
+     "not a Word document (.docx): it is encrypted with a password, or in the format of "
+     "Office 97-2003; save it without a password, in the current format"),
     ("in.epub", b"not a zip", "not an EPUB book: it is not a zip archive"),
     ("in.epub", _zip({"mimetype": b"application/zip"}),
      "its mimetype member is not application/epub+zip"),

@@ -142,9 +142,17 @@ _OFFICE_KINDS = {"wordprocessingml": "a Word document (.docx)",
                  "spreadsheetml": "an Excel workbook (.xlsx)"}
 
 
-def package_problem(err: Exception) -> str:
-    """What python-docx's or python-pptx's error on a file says, the kind of package it is
-    in place of the stream's repr where its main part is another kind's."""
+_COMPOUND = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an OLE compound file's first bytes
+
+
+def package_problem(err: Exception, data: bytes = b"") -> str:
+    """What python-docx's or python-pptx's error on a file (``data``) says, the kind of
+    package it is in place of the stream's repr where its main part is another kind's. Office
+    keeps a file saved with a password, and the formats of Office 97-2003, in an OLE compound
+    file, not a zip archive."""
+    if data.startswith(_COMPOUND):
+        return ("it is encrypted with a password, or in the format of Office 97-2003; save it "
+                "without a password, in the current format")
     match = re.search(r"content type is '([^']*)'", str(err))
     if not match:
         return str(err)

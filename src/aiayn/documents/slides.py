@@ -59,7 +59,7 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
         parts = _parts(presentation)
     except Exception as err:  # python-pptx raises zip, XML and package errors alike
         raise UserError(f"not a PowerPoint presentation (.pptx): "
-                        f"{package_problem(err)}") from None
+                        f"{package_problem(err, data)}") from None
     font = _body_font(presentation)
     owned = [(p, part) for part, root, kind in parts if kind != "plain"
              for p in root.iter(f"{_A}p") if _text(p).strip()

@@ -57,7 +57,7 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as err:  # python-docx raises zip, XML and package errors alike
-        raise UserError(f"not a Word document (.docx): {package_problem(err)}") from None
+        raise UserError(f"not a Word document (.docx): {package_problem(err, data)}") from None
     notes = _notes(document)
     roots = _roots(document)
     roots += [root for _, root in notes if not any(root is r for r in roots)]
