@@ -30,18 +30,16 @@ its ``src`` first on PYTHONPATH.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 from machine import header
+from round_trip import translations
 
 WORDLESS = {"Str", "Space", "SoftBreak", "LineBreak"}
 
@@ -168,7 +166,6 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("pandoc") is None:
         sys.exit("pandoc is not on the PATH; install it (Debian: apt-get install pandoc)")
-    from aiayn.documents import translate_document
     from aiayn.translate import load
     print(header())
     print(pandoc(["--version"]).decode().splitlines()[0])
@@ -178,43 +175,28 @@ def main() -> None:
           "| links kept | translated | LibreOffice opens it | seconds |")
     print("|---|---|---:|---|---:|---:|---:|---:|---|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        for document in args.documents:
-            given = document.suffix in (".docx", ".odt", ".html", ".epub")  # a file as it is
-            for fmt in [document.suffix[1:]] if given else args.formats:
-                suffix = "." + fmt.rsplit(".", 1)[-1]
-                path = Path(tmp) / f"{document.stem}{suffix}"
-                if given:
-                    shutil.copyfile(document, path)
-                else:
-                    make(document, fmt, path)
-                started = time.perf_counter()
-                try:
-                    with contextlib.redirect_stdout(io.StringIO()) as printed:
-                        out = translate_document(translator, path.read_bytes(), suffix)
-                except Exception as err:  # (a checkout under test may fail on a file)
-                    print(f"| {document} | {fmt} | failed: {type(err).__name__}: "
-                          f"{str(err)[:80]} |||||||||", flush=True)
-                    continue
-                seconds = time.perf_counter() - started
-                if printed.getvalue():
-                    print(f"({fmt}: {len(printed.getvalue())} characters printed to stdout)")
-                translated = Path(tmp) / f"{document.stem}.out{suffix}"
-                translated.write_bytes(out)
-                try:
-                    trees = [json.loads(pandoc([str(p), "-t", "json"]))
-                             for p in (path, translated)]
-                except SystemExit as err:  # (pandoc fails on a file given as it is)
-                    print(f"| {document} | {fmt} | read back failed: {str(err)[:100]} "
-                          f"|||||||||", flush=True)
-                    continue
-                r = compare(*trees)
-                print(f"| {document} | {fmt} | {r['blocks']} ({r['blocks back']}) | "
-                      f"{'yes' if r['same kinds'] else 'no'} | "
-                      f"{r['formatting kept']}/{r['blocks']} | {r['code kept']}/{r['code']} | "
-                      f"{r['links kept']}/{r['links']} | {r['translated']}/{r['worded']} | "
-                      f"{opens(translated)} | {seconds:.1f} |", flush=True)
-                if args.differences:
-                    print("\n".join(differences(*trees)))
+        for document, fmt, path, out, seconds, printed in translations(
+                translator, args.documents, args.formats, (".docx", ".odt", ".html", ".epub"),
+                make, tmp, 10):
+            if printed:
+                print(f"({fmt}: {len(printed)} characters printed to stdout)")
+            translated = Path(tmp) / f"{document.stem}.out{path.suffix}"
+            translated.write_bytes(out)
+            try:
+                trees = [json.loads(pandoc([str(p), "-t", "json"]))
+                         for p in (path, translated)]
+            except SystemExit as err:  # (pandoc fails on a file given as it is)
+                print(f"| {document} | {fmt} | read back failed: {str(err)[:100]} "
+                      f"|||||||||", flush=True)
+                continue
+            r = compare(*trees)
+            print(f"| {document} | {fmt} | {r['blocks']} ({r['blocks back']}) | "
+                  f"{'yes' if r['same kinds'] else 'no'} | "
+                  f"{r['formatting kept']}/{r['blocks']} | {r['code kept']}/{r['code']} | "
+                  f"{r['links kept']}/{r['links']} | {r['translated']}/{r['worded']} | "
+                  f"{opens(translated)} | {seconds:.1f} |", flush=True)
+            if args.differences:
+                print("\n".join(differences(*trees)))
 
 
 if __name__ == "__main__":

@@ -31,19 +31,17 @@ libreoffice-impress-nogui). To measure another checkout, put its ``src`` first o
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 from machine import header
+from round_trip import translations
 
 MONOSPACED = re.compile(r"courier|mono|consolas", re.IGNORECASE)
 
@@ -183,7 +181,6 @@ def main() -> None:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not on the PATH; install it (Debian: apt-get install pandoc "
                      f"libreoffice-impress-nogui)")
-    from aiayn.documents import translate_document
     from aiayn.translate import load
     print(header())
     print(run(["pandoc", "--version"]).decode().splitlines()[0])
@@ -194,39 +191,23 @@ def main() -> None:
           "code kept | translated | LibreOffice opens it | seconds |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        for document in args.documents:
-            given = document.suffix in (".pptx", ".odp")  # a deck as it is
-            for fmt in [document.suffix[1:]] if given else args.formats:
-                suffix = "." + fmt.rsplit(".", 1)[-1]
-                path = Path(tmp) / f"{document.stem}{suffix}"
-                if given:
-                    shutil.copyfile(document, path)
-                else:
-                    make(document, fmt, path)
-                started = time.perf_counter()
-                try:
-                    with contextlib.redirect_stdout(io.StringIO()):
-                        out = translate_document(translator, path.read_bytes(), suffix)
-                except Exception as err:  # (a checkout under test may fail on a file)
-                    print(f"| {document} | {fmt} | failed: {type(err).__name__}: "
-                          f"{str(err)[:80]} |||||||", flush=True)
-                    continue
-                seconds = time.perf_counter() - started
-                translated = Path(tmp) / f"{document.stem}.out{suffix}"
-                translated.write_bytes(out)
-                try:
-                    r = compare(path, translated)
-                except Exception as err:  # (python-pptx on what LibreOffice made of it)
-                    print(f"| {document} | {fmt} | read back failed: {type(err).__name__}: "
-                          f"{str(err)[:80]} |||||||", flush=True)
-                    continue
-                print(f"| {document} | {fmt} | {r['slides']} ({r['slides back']}) | "
-                      f"{r['paragraphs']} ({r['paragraphs back']}) | "
-                      f"{r['formatting kept']}/{r['paragraphs']} | {r['code kept']}/{r['code']} "
-                      f"| {r['translated']}/{r['worded']} | {opens(translated, r['slides'])} | "
-                      f"{seconds:.1f} |", flush=True)
-                if args.differences:
-                    print("\n".join(differences(path, translated)))
+        for document, fmt, path, out, seconds, _ in translations(
+                translator, args.documents, args.formats, (".pptx", ".odp"), make, tmp, 9):
+            translated = Path(tmp) / f"{document.stem}.out{path.suffix}"
+            translated.write_bytes(out)
+            try:
+                r = compare(path, translated)
+            except Exception as err:  # (python-pptx on what LibreOffice made of it)
+                print(f"| {document} | {fmt} | read back failed: {type(err).__name__}: "
+                      f"{str(err)[:80]} |||||||", flush=True)
+                continue
+            print(f"| {document} | {fmt} | {r['slides']} ({r['slides back']}) | "
+                  f"{r['paragraphs']} ({r['paragraphs back']}) | "
+                  f"{r['formatting kept']}/{r['paragraphs']} | {r['code kept']}/{r['code']} "
+                  f"| {r['translated']}/{r['worded']} | {opens(translated, r['slides'])} | "
+                  f"{seconds:.1f} |", flush=True)
+            if args.differences:
+                print("\n".join(differences(path, translated)))
 
 
 if __name__ == "__main__":
