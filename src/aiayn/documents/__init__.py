@@ -16,7 +16,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 from ..errors import UserError
 from ..markup import primary_subtag
@@ -198,6 +198,29 @@ def spanned(text: str, number: int | None, link: bool = False, code: bool = Fals
     if code:
         return f'<code data-r="{number}">{html.escape(text)}</code>'
     return f'<span data-r="{number}">{html.escape(text)}</span>'
+
+
+def local_name(tag) -> str:
+    """An lxml element's name without its namespace; "" for a comment, a processing
+    instruction or an entity's reference (lxml gives those a function as their tag)."""
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def prevailing(stretches: Iterable[tuple[Any, int, Any]]) -> tuple[Any, Any] | None:
+    """The format holding most of a paragraph's text, from its stretches as (the format's key,
+    the stretch's length, the format): its key and the first format with it. A key that says
+    "no format of its own" ("" or None) wins a tie; None where there are no stretches. The
+    paragraph's own format, written as plain text: Word's run properties, DrawingML's,
+    OpenDocument's spans."""
+    weight: dict[Any, int] = {}
+    first: dict[Any, Any] = {}
+    for key, length, found in stretches:
+        weight[key] = weight.get(key, 0) + length
+        first.setdefault(key, found)
+    if not weight:
+        return None
+    key = max(weight, key=lambda k: (weight[k], not k))
+    return key, first[key]
 
 
 # Styles that word processors and converters give code: Word's "HTML Code" and "HTML

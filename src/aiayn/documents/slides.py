@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from ..errors import UserError, require
-from . import Job, monospaced, package_problem, spanned, stretches
+from . import Job, local_name, monospaced, package_problem, prevailing, spanned, stretches
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
@@ -46,10 +46,6 @@ _PARTS = re.compile(r"/ppt/(?:(?P<shown>slides/slide\d+|notesSlides/notesSlide\d
                     r"diagrams/(?:data|drawing)\d+|comments/modernComment_[^/]+)|"
                     r"(?P<layout>slideLayouts/slideLayout\d+|slideMasters/slideMaster\d+)|"
                     r"(?P<plain>comments/comment\d+))\.xml")
-
-
-def _local(tag) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
 def translate_pptx(data: bytes, job: Job) -> bytes:
@@ -72,7 +68,7 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
     for paragraph, (_, spans), out in zip(whole, plans, translated):
         _rewrite(paragraph, spans, out)
     texts = [t for p, one in zip(paragraphs, simple) if not one for t in p.iter(f"{_A}t")
-             if t.text and t.text.strip() and _local(t.getparent().tag) == "r"]
+             if t.text and t.text.strip() and local_name(t.getparent().tag) == "r"]
     for t, translation in zip(texts, job.lines([t.text.strip() for t in texts])):
         t.text = t.text[:len(t.text) - len(t.text.lstrip())] + translation + \
             t.text[len(t.text.rstrip()):]
@@ -130,14 +126,14 @@ def _code(rpr, font: str | None) -> bool:
 
 def _listing(paragraph, font: str | None) -> bool:
     """Whether a paragraph is all code (a line of a listing)."""
-    runs = [r for r in paragraph if _local(r.tag) == "r" and _run_text(r).strip()]
+    runs = [r for r in paragraph if local_name(r.tag) == "r" and _run_text(r).strip()]
     return bool(runs) and all(_code(r.find(f"{_A}rPr"), font) for r in runs)
 
 
 def _text(paragraph) -> str:
     """A paragraph's own text: its runs', not the fields' the viewer fills in."""
     return "".join(t.text or "" for t in paragraph.iter(f"{_A}t")
-                   if _local(t.getparent().tag) == "r")
+                   if local_name(t.getparent().tag) == "r")
 
 
 def _in_placeholder(paragraph) -> bool:
@@ -148,7 +144,7 @@ def _in_placeholder(paragraph) -> bool:
 
 
 def _simple(paragraph) -> bool:
-    return all(_local(child.tag) in _SIMPLE for child in paragraph
+    return all(local_name(child.tag) in _SIMPLE for child in paragraph
                if isinstance(child.tag, str))
 
 
@@ -177,14 +173,14 @@ def _markup(paragraph, font: str | None, rels) -> tuple[str, list]:
     one ``<a>``, in the properties of most of its text, its code a ``<code>`` inside it.
     ``rels``: the part's relationships, which name each link's target."""
     import html
-    runs = [c for c in paragraph if _local(c.tag) == "r"]
+    runs = [c for c in paragraph if local_name(c.tag) == "r"]
     base_key, base = _prevailing([r for r in runs if _link(r, rels) is None], font)
     spans: list = [base if base_key else None]
     # runs grouped: (the key of their properties, None for plain text and "link ..." for a
     # link's runs, or _POINT; whether they are code; the elements)
     groups: list[tuple[str | None, bool, list]] = []
     for child in paragraph:
-        name = _local(child.tag)
+        name = local_name(child.tag)
         if name in ("br", "fld"):
             groups.append((_POINT, False, [child]))
             continue
@@ -204,7 +200,7 @@ def _markup(paragraph, font: str | None, rels) -> tuple[str, list]:
         if key is _POINT:
             spans.append(elements[0])
             pieces.append(spanned("", len(spans) - 1, point=True,
-                                  line=_local(elements[0].tag) == "br"))
+                                  line=local_name(elements[0].tag) == "br"))
         elif key is None:
             pieces.append(spanned(text, None))
         elif not key.startswith("link "):
@@ -243,19 +239,9 @@ def _prevailing(runs: list, font: str | None) -> tuple[str | None, object]:
     """The key and properties of most of the text of ``runs``, code left out (a link to
     "`Intl` (ECMA-402) support" is not all code); none preferred on a tie; (None, None) where
     every run is code."""
-    weight: dict[str, int] = {}
-    found: dict[str, object] = {}
-    for r in runs:
-        rpr = r.find(f"{_A}rPr")
-        if _code(rpr, font):
-            continue
-        key = _key(rpr)
-        weight[key] = weight.get(key, 0) + len(_run_text(r))
-        found.setdefault(key, rpr)
-    if not weight:
-        return None, None
-    key = max(weight, key=lambda k: (weight[k], k == ""))
-    return key, found[key]
+    found = prevailing((_key(r.find(f"{_A}rPr")), len(_run_text(r)), r.find(f"{_A}rPr"))
+                       for r in runs if not _code(r.find(f"{_A}rPr"), font))
+    return found if found is not None else (None, None)
 
 
 def _run_text(r) -> str:
@@ -267,13 +253,13 @@ def _rewrite(paragraph, spans: list, translated: str) -> None:
     """The paragraph's runs, breaks and fields replaced by the translation's, before its
     end-of-paragraph properties."""
     for child in list(paragraph):
-        if _local(child.tag) in ("r", "br", "fld"):
+        if local_name(child.tag) in ("r", "br", "fld"):
             paragraph.remove(child)
     end = paragraph.find(f"{_A}endParaRPr")
     at = paragraph.index(end) if end is not None else len(paragraph)
     for text, number in stretches(translated):
         span = spans[0 if number is None else number]
-        if span is not None and _local(span.tag) in ("br", "fld"):
+        if span is not None and local_name(span.tag) in ("br", "fld"):
             element = span  # a point: itself
         else:
             element = paragraph.makeelement(f"{_A}r", {})

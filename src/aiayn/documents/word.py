@@ -26,7 +26,16 @@ import io
 from typing import Any
 
 from ..errors import UserError, require
-from . import Job, code_style, monospaced, package_problem, spanned, stretches
+from . import (
+    Job,
+    code_style,
+    local_name,
+    monospaced,
+    package_problem,
+    prevailing,
+    spanned,
+    stretches,
+)
 
 _SIMPLE_PARAGRAPH = {"pPr", "r", "hyperlink", "proofErr", "bookmarkStart", "bookmarkEnd",
                      "commentRangeStart", "commentRangeEnd"}
@@ -44,12 +53,6 @@ _INSERTED = {"ins", "moveTo"}
 _RECORDS = {"rPrChange", "pPrChange", "sectPrChange", "tblPrChange", "tblPrExChange",
             "trPrChange", "tcPrChange", "tblGridChange", "numberingChange", "cellIns",
             "moveFromRangeStart", "moveFromRangeEnd", "moveToRangeStart", "moveToRangeEnd"}
-
-
-def _local(tag) -> str:
-    """An element's name without its namespace; "" for a comment, a processing instruction
-    or an entity's reference (lxml gives those a function as their tag)."""
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
 def translate_docx(data: bytes, job: Job) -> bytes:
@@ -103,21 +106,21 @@ def _accept(root) -> int:
     for element in list(root.iter()):
         if not isinstance(element.tag, str) or not _under(element, root):
             continue  # (a comment, or inside what an earlier change took away)
-        name, parent = _local(element.tag), element.getparent()
+        name, parent = local_name(element.tag), element.getparent()
         if name in _RECORDS:
             parent.remove(element)
             count += name.endswith("Change") or name == "cellIns"
         elif name not in _DELETED and name not in _INSERTED:
             continue
-        elif _local(parent.tag) == "trPr":  # a table row inserted or deleted
+        elif local_name(parent.tag) == "trPr":  # a table row inserted or deleted
             count += 1
             row = parent.getparent()
             if name in _DELETED and row is not None and row.getparent() is not None:
                 row.getparent().remove(row)
             else:
                 parent.remove(element)
-        elif _local(parent.tag) == "rPr" and parent.getparent() is not None \
-                and _local(parent.getparent().tag) == "pPr":  # a paragraph mark
+        elif local_name(parent.tag) == "rPr" and parent.getparent() is not None \
+                and local_name(parent.getparent().tag) == "pPr":  # a paragraph mark
             count += 1
             parent.remove(element)
             paragraph = parent.getparent().getparent()
@@ -267,11 +270,11 @@ def _code_run(run, paragraph) -> bool:
 
 def _simple(paragraph) -> bool:
     element = paragraph._p
-    if any(_local(child.tag) not in _SIMPLE_PARAGRAPH for child in element):
+    if any(local_name(child.tag) not in _SIMPLE_PARAGRAPH for child in element):
         return False
     for run in element.iter():
-        if _local(run.tag) == "r" and not _point(run) and not _anchor(run) and \
-                any(_local(c.tag) not in _SIMPLE_RUN for c in run):
+        if local_name(run.tag) == "r" and not _point(run) and not _anchor(run) and \
+                any(local_name(c.tag) not in _SIMPLE_RUN for c in run):
             return False
     return True
 
@@ -279,24 +282,24 @@ def _simple(paragraph) -> bool:
 def _point(r) -> bool:
     """Whether a run (w:r) holds a note's reference, a tab, a break or a picture and nothing
     else: a point between words, put back where the words around it went."""
-    inner = [c for c in r if _local(c.tag) != "rPr"]
-    return len(inner) == 1 and _local(inner[0].tag) in _POINT
+    inner = [c for c in r if local_name(c.tag) != "rPr"]
+    return len(inner) == 1 and local_name(inner[0].tag) in _POINT
 
 
 def _line(r) -> bool:
     """Whether a point run (``_point``) ends a line: a tab or a line break (a page break too)."""
-    return any(_local(c.tag) in ("tab", "br") for c in r)
+    return any(local_name(c.tag) in ("tab", "br") for c in r)
 
 
 def _anchor(element) -> bool:
     """Whether a paragraph's child ends a comment's range there: the range's end, or the run
     holding the comment's reference (its mark). A translated paragraph is a comment's range
     whole: its start stays before the words (as bookmarks do), its end and mark go after."""
-    name = _local(element.tag)
+    name = local_name(element.tag)
     if name == "commentRangeEnd":
         return True
-    inner = [c for c in element if _local(c.tag) != "rPr"]
-    return name == "r" and len(inner) == 1 and _local(inner[0].tag) == "commentReference"
+    inner = [c for c in element if local_name(c.tag) != "rPr"]
+    return name == "r" and len(inner) == 1 and local_name(inner[0].tag) == "commentReference"
 
 
 def _markup(paragraph) -> tuple[str, list]:
@@ -333,7 +336,7 @@ def _markup(paragraph) -> tuple[str, list]:
         if key(item) == base_key and not coded:
             pieces.append((item.text, None, False, False, False, False))
         elif pieces and not pieces[-1][2] and (last := pieces[-1][1]) is not None \
-                and _local(parts[last].tag) == "rPr" \
+                and local_name(parts[last].tag) == "rPr" \
                 and key(item) == _key(parts[last]):  # formatted alike: one span
             pieces[-1] = (pieces[-1][0] + item.text, *pieces[-1][1:])
         else:
@@ -354,7 +357,7 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
     element = paragraph._p
     anchors = [child for child in element if _anchor(child)]
     for child in list(element):
-        if _local(child.tag) in ("r", "hyperlink", "proofErr") or child in anchors:
+        if local_name(child.tag) in ("r", "hyperlink", "proofErr") or child in anchors:
             element.remove(child)
 
     def run(text: str, rpr) -> object:
@@ -369,14 +372,14 @@ def _rewrite(paragraph, parts: list, translated: str) -> None:
 
     for text, number in stretches(translated):
         part = parts[0 if number is None else number]
-        if part is not None and _local(part.tag) == "r":  # a point: the run itself (a text
+        if part is not None and local_name(part.tag) == "r":  # a point: the run itself (a text
             element.append(part)  # box in it is translated apart, before or after this)
             continue
-        if part is None or _local(part.tag) == "rPr":
+        if part is None or local_name(part.tag) == "rPr":
             element.append(run(text, part))
             continue
         link = copy.deepcopy(part)  # a hyperlink: its runs become one, formatted as most
-        runs = [c for c in link if _local(c.tag) == "r"]  # of its text
+        runs = [c for c in link if local_name(c.tag) == "r"]  # of its text
         prevailing = _prevailing([Run(r, paragraph) for r in runs], paragraph)
         rpr = prevailing[1] if prevailing else runs[0].rPr if runs else None
         for child in runs:
@@ -390,15 +393,5 @@ def _prevailing(runs: list, paragraph) -> tuple[str, Any] | None:
     """The run properties of most of the text of ``runs`` (python-docx runs), code left out
     (a link to "`Intl` (ECMA-402) support" is not all code), as (their key, an rPr element or
     None); none properties preferred on a tie; None where every run is code."""
-    weight: dict[str, int] = {}
-    found: dict[str, Any] = {}
-    for run in runs:
-        if _code_run(run, paragraph):
-            continue
-        key = _key(run._r.rPr)
-        weight[key] = weight.get(key, 0) + len(run.text)
-        found.setdefault(key, run._r.rPr)
-    if not weight:
-        return None
-    key = max(weight, key=lambda k: (weight[k], k == ""))
-    return key, found[key]
+    return prevailing((_key(run._r.rPr), len(run.text), run._r.rPr) for run in runs
+                      if not _code_run(run, paragraph))

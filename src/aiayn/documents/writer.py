@@ -35,7 +35,7 @@ from typing import Any
 from xml.parsers import expat
 
 from ..errors import UserError, require
-from . import Job, code_style, monospaced, repack, spanned, stretches
+from . import Job, code_style, monospaced, prevailing, repack, spanned, stretches
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
@@ -388,19 +388,14 @@ def _plain_span(child, styles: _Styles, paragraph) -> bool:
 def _prevailing(paragraph, styles: _Styles):
     """The first of the paragraph's spans of the style that holds most of its text, where
     spans of one style hold more of it than the text outside spans; else None."""
-    weight: dict[tuple | None, int] = {}
-    first: dict[tuple, Any] = {}
+    texts: list[tuple[Any, int, Any]] = []  # (key, length, span); bare text: key None
     for child in paragraph.childNodes:
         if child.nodeType == child.TEXT_NODE or child.qname == (_TEXT_NS, "s"):
-            weight[None] = weight.get(None, 0) + len(_text(child))
+            texts.append((None, len(_text(child)), None))
         elif _plain_span(child, styles, paragraph):
-            key = _span_key(child)
-            weight[key] = weight.get(key, 0) + len(_text(child))
-            first.setdefault(key, child)
-    if not weight:
-        return None
-    best = max(weight, key=lambda k: (weight[k], k is None))
-    return None if best is None else first[best]
+            texts.append((_span_key(child), len(_text(child)), child))
+    found = prevailing(texts)
+    return found[1] if found is not None else None
 
 
 def _rewrite(paragraph, parts: list, translated: str) -> None:
