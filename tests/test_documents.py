@@ -1322,7 +1322,8 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
 
 
 @pytest.mark.parametrize("name,content,message", [
-    ("in.pdf", b"%PDF", "files of type .pdf are not translated"),
+    ("in.xlsx", b"PK", "files of type .xlsx are not translated"),
+    ("in.pdf", b"%PDF", "not a PDF file that can be translated: PDFium cannot read it"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),
     ("in.po", b'msgid "a"\nmsgstr "b"\nmsgid', "not a gettext catalog"),
     ("in.po", b'msgid "a"\nmsgstr ""\n"broken\n', "line 3 has a string without its closing"),
@@ -1415,6 +1416,8 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
     files["in.pptx"] = buffer.getvalue()
     files["in.epub"] = _zip(epub_book(
         '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>alpha beta</p></body></html>'))
+    from tests.test_pdf import pdf_file, text
+    files["in.pdf"] = pdf_file([text("R", 11, 72, 700, SENTENCES[1])])
     expected = {}
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
@@ -1428,7 +1431,7 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                         for name in files}
                 return urls, await client.frontend_settings()
         urls, settings = asyncio.run(use())
-        assert {".docx", ".pptx"} <= set(settings.supported_files_format)
+        assert {".docx", ".pptx", ".pdf"} <= set(settings.supported_files_format)
         for name, url in urls.items():
             got = httpx.get(url).content
             if name.endswith(".docx"):  # a zip: compare what it says
@@ -1438,6 +1441,11 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                 said = [Presentation(io.BytesIO(d)).slides[0].shapes.title.text
                         for d in (got, expected[name])]
                 assert said[0] == said[1] != SENTENCES[7]
+            elif name.endswith(".pdf"):  # a PDF names when it was written: compare its text
+                import pypdfium2
+                said = [pypdfium2.PdfDocument(d)[0].get_textpage().get_text_range()
+                        for d in (got, expected[name])]
+                assert said[0] == said[1] != SENTENCES[1]
             elif name.endswith(".odt"):
                 from odf import teletype, text
                 from odf.opendocument import load
@@ -1453,8 +1461,11 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                             files={"file": ("big.txt", big.read_bytes())})
         assert answer.status_code == 413
         answer = httpx.post(server.url + "/translate_file", data=fields,
-                            files={"file": ("x.pdf", b"%PDF")})
-        assert answer.status_code == 400 and ".pdf are not translated" in answer.json()["error"]
+                            files={"file": ("x.xlsx", b"PK")})
+        assert answer.status_code == 400 and ".xlsx are not translated" in answer.json()["error"]
+        answer = httpx.post(server.url + "/translate_file", data=fields,
+                            files={"file": ("x.pdf", b"%PDF-1.4 broken")})
+        assert answer.status_code == 400 and "not a PDF file" in answer.json()["error"]
         answer = httpx.post(server.url + "/translate_file", data=fields,
                             files={"file": ("x.docx", b"PK broken")})
         assert answer.status_code == 400 and "not a Word document" in answer.json()["error"]

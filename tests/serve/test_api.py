@@ -285,7 +285,7 @@ def test_the_page_in_a_real_browser(server, reference, tmp_path):
         browser.find_element(By.ID, "translate-file").click()
         WebDriverWait(browser, 60).until(
             lambda b: b.find_element(By.ID, "file-error").text)
-        assert ".pdf are not translated" in browser.find_element(By.ID, "file-error").text
+        assert "not a PDF file" in browser.find_element(By.ID, "file-error").text
         assert not browser.find_element(By.ID, "download").is_displayed()
     finally:
         browser.quit()

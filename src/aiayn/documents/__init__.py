@@ -101,7 +101,7 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import epub, gettext, markdown, slides, subtitles, text, word, writer, xliff
+    from . import epub, gettext, markdown, pdf, slides, subtitles, text, word, writer, xliff
     return {".txt": text.translate_text, ".epub": epub.translate_epub, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
             ".xml": text.translate_xml, ".md": markdown.translate_md,
@@ -109,13 +109,13 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
-            ".pptx": slides.translate_pptx,
+            ".pptx": slides.translate_pptx, ".pdf": pdf.translate_pdf,
             ".xlf": xliff.translate_xliff,
             ".xliff": xliff.translate_xliff}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
-           ".docx", ".odt", ".odp", ".pptx", ".epub", ".xlf", ".xliff")
+           ".docx", ".odt", ".odp", ".pptx", ".epub", ".pdf", ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:

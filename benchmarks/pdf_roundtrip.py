@@ -1,0 +1,147 @@
+"""PDF files translated in place and read back by another reader: does every paragraph's
+translation come back in order, is the source's text gone, and does the new text stay on
+the page without running into other text?
+
+    python benchmarks/pdf_roundtrip.py --checkpoint RUN FILE.pdf [FILE.pdf ...] [DOC.md ...]
+
+A PDF is translated as it is; a Markdown file (real documentation, e.g. a README under
+/usr/share/doc) is written as .docx by pandoc and printed to PDF by LibreOffice Writer first
+(``lo.pdf``). `aiayn.documents.translate_document` (what `aiayn translate --file` and
+`/translate_file` run) translates each. pypdf, a second PDF reader, reads the source and the
+translation; per file:
+
+- pages, and whether pypdf reads every page of the translation;
+- paragraphs: those aiayn sends to the model (its own reading), and how many of their
+  translations pypdf finds on their page, whole and in order (spaces aside);
+- source left: of those paragraphs of three words or more, how many pypdf still finds on
+  the translated page as they were;
+- collisions: pairs of PDFium's text rectangles on a page that overlap by more than a third
+  of the smaller, in the source and in the translation (text set over other text);
+- off the page: text rectangles reaching outside the page's media box;
+- seconds to translate.
+
+Needs pypdf (the ``test`` extra), and pandoc and LibreOffice Writer for Markdown inputs. To
+measure another checkout, put its ``src`` first on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import io
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from machine import header
+from round_trip import translations
+
+
+def make(document: Path, fmt: str, out: Path) -> None:
+    """``document`` (Markdown) as a PDF that LibreOffice Writer prints from pandoc's .docx."""
+    docx = out.with_suffix(".docx")
+    subprocess.run(["pandoc", "-f", "gfm", str(document), "-o", str(docx)], check=True,
+                   capture_output=True)
+    subprocess.run(["soffice", "--headless", "--convert-to", "pdf", "--outdir",
+                    str(out.parent), str(docx)], check=True, capture_output=True)
+
+
+def squeezed(text: str) -> str:
+    return re.sub(r"\s+|\u00ad", "", text)
+
+
+def pages_text(data: bytes) -> list[str] | None:
+    from pypdf import PdfReader
+    try:
+        return [squeezed(page.extract_text() or "") for page in PdfReader(io.BytesIO(data)).pages]
+    except Exception:  # a reader's failure is what this counts
+        return None
+
+
+def rectangles(data: bytes) -> tuple[int, int]:
+    """Text rectangles overlapping others by more than a third of the smaller, and those
+    reaching off the page, summed over pages."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+    document = pdfium.PdfDocument(data)
+    overlaps = outside = 0
+    box = [ctypes.c_double() for _ in range(4)]
+    for page in document:
+        left_edge, bottom_edge, right_edge, top_edge = page.get_mediabox()
+        textpage = page.get_textpage()
+        rects = []
+        for k in range(raw.FPDFText_CountRects(textpage.raw, 0, -1)):
+            raw.FPDFText_GetRect(textpage.raw, k, *box)
+            left, top, right, bottom = (v.value for v in box)
+            rects.append((left, bottom, right, top))
+            outside += left < left_edge - 1 or bottom < bottom_edge - 1 or \
+                right > right_edge + 1 or top > top_edge + 1
+        for a, r in enumerate(rects):
+            for s in rects[a + 1:]:
+                w = min(r[2], s[2]) - max(r[0], s[0])
+                h = min(r[3], s[3]) - max(r[1], s[1])
+                smaller = min((r[2] - r[0]) * (r[3] - r[1]), (s[2] - s[0]) * (s[3] - s[1]))
+                overlaps += w > 0 and h > 0 and w * h > smaller / 3
+    return overlaps, outside
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("documents", nargs="+", type=Path)
+    parser.add_argument("--keep", type=Path, help="a folder to write each translation in")
+    args = parser.parse_args()
+    print(header())
+    from aiayn.translate import load
+    translator = load(args.checkpoint)
+    sent: list[tuple[list[str], list[str]]] = []
+    plain = translator.translate_markup
+
+    def recorded(documents, *rest, **named):
+        out = plain(documents, *rest, **named)
+        sent.append((list(documents), list(out)))
+        return out
+    translator.translate_markup = recorded  # type: ignore[method-assign]
+    print("| file | as | pages | pypdf reads all | paragraphs | translations read back in order "
+          "| source left | collisions, source → translation | off the page, source → translation "
+          "| seconds |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    totals = [0] * 6
+    with tempfile.TemporaryDirectory() as folder:
+        for document, fmt, path, out, seconds, _ in translations(
+                translator, args.documents, ["lo.pdf"], (".pdf",), make, folder, 10):
+            source = path.read_bytes()
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                (args.keep / f"{document.stem}.{fmt}").write_bytes(source)
+                (args.keep / f"{document.stem}.translated.{fmt}").write_bytes(out)
+            markups, outs = sent.pop() if sent else ([], [])
+            sent.clear()  # (a file that failed may have left its own)
+            before, after = pages_text(source), pages_text(out)
+            whole = " ".join(after or [])
+            strip = re.compile(r"<[^>]+>")
+            words = [(strip.sub("", m), strip.sub("", o)) for m, o in zip(markups, outs)]
+            back = sum(squeezed(_unescape(o)) in whole for _, o in words)
+            left = sum(squeezed(_unescape(m)) in whole for m, o in words
+                       if len(m.split()) >= 3 and squeezed(m) != squeezed(o))
+            (c_before, off_before), (c_after, off) = rectangles(source), rectangles(out)
+            pages = len(before or [])
+            print(f"| {document.name} | {fmt} | {pages} | "
+                  f"{'yes' if after is not None and len(after) == pages else 'no'} | "
+                  f"{len(words)} | {back}/{len(words)} | {left} | {c_before} → {c_after} | "
+                  f"{off_before} → {off} | {seconds:.1f} |", flush=True)
+            for k, value in enumerate((pages, len(words), back, left, c_after - c_before,
+                                       off - off_before)):
+                totals[k] += value
+    print(f"| all | | {totals[0]} | | {totals[1]} | {totals[2]}/{totals[1]} | {totals[3]} | "
+          f"{totals[4]:+d} | {totals[5]:+d} | |")
+
+
+def _unescape(text: str) -> str:
+    import html
+    return html.unescape(text)
+
+
+if __name__ == "__main__":
+    main()

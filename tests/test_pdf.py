@@ -1,0 +1,325 @@
+"""PDF files translated in place: lines joined into paragraphs and each translated whole,
+formatting kept, set again where the original was; what cannot be set again is left as it
+is. The test files are written here byte by byte, as PDF 1.4 defines them, and the output is
+read back by pypdf as well as by PDFium."""
+
+import io
+import re
+
+import pytest
+
+from aiayn.translate import load
+from tests.conftest import toy_pairs
+from tests.test_cli import fails
+from tests.test_documents import run
+
+pytest.importorskip("pypdfium2")
+SENTENCES = [s for s, _ in toy_pairs(12, seed=41)]
+FONTS = {"R": "Times-Roman", "B": "Times-Bold", "H": "Helvetica-Bold", "C": "Courier"}
+
+
+@pytest.fixture(scope="module")
+def translator(toy_model):
+    return load(toy_model, compile=False)
+
+
+def pdf_file(pages: list[str], *, encrypt: dict | None = None) -> bytes:
+    """A PDF of US Letter pages, each drawn by its content stream, with the standard fonts
+    of ``FONTS`` named /R, /B, /H and /C."""
+    fonts = {name: k for k, name in enumerate(FONTS, start=3)}
+    first_page = 3 + len(FONTS)
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
+               "<< /Type /Pages /Kids [%s] /Count %d >>" % (
+                   " ".join(f"{first_page + 2 * k} 0 R" for k in range(len(pages))),
+                   len(pages))]
+    objects += [f"<< /Type /Font /Subtype /Type1 /BaseFont /{base} "
+                f"/Encoding /WinAnsiEncoding >>" for base in FONTS.values()]
+    resources = " ".join(f"/{name} {number} 0 R" for name, number in fonts.items())
+    for k, content in enumerate(pages):
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                       f"/Resources << /Font << {resources} >> >> "
+                       f"/Contents {first_page + 2 * k + 1} 0 R >>")
+        objects.append(f"<< /Length {len(content.encode('latin-1'))} >>\nstream\n"
+                       f"{content}\nendstream")
+    out, offsets = io.BytesIO(), []
+    out.write(b"%PDF-1.4\n")
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1"))
+    xref = out.tell()
+    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
+    for offset in offsets:
+        out.write(f"{offset:010d} 00000 n \n".encode())
+    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
+              f"%%EOF\n".encode())
+    return out.getvalue()
+
+
+def text(font: str, size: float, x: float, y: float, words: str, extra: str = "") -> str:
+    return f"BT /{font} {size} Tf {extra} {x} {y} Td ({words}) Tj ET"
+
+
+# the advance of each character, in thousandths of an em (Adobe's metrics of the fonts)
+TIMES = dict(zip("abcdefghijklmnopqrstuvwxyz -_1",
+                 [444, 500, 444, 500, 444, 333, 500, 500, 278, 278, 500, 278, 778, 500, 500,
+                  500, 500, 333, 389, 278, 500, 500, 722, 500, 500, 444, 250, 333, 500, 500]))
+WIDTHS = {"R": TIMES, "B": {**TIMES, "k": 556, "p": 556}, "C": {c: 600 for c in TIMES}}
+
+
+def width(runs: list[tuple[str, str]], size: float) -> float:
+    return sum(WIDTHS[font][c] for font, words in runs for c in words) * size / 1000
+
+
+def justified(runs: list[tuple[str, str]], size: float, x: float, y: float,
+              right: float) -> str:
+    """A line of runs (font, text) from x to right, the spaces widened to fill it."""
+    spaces = sum(words.count(" ") for _, words in runs)
+    stretch = (right - x - width(runs, size)) / spaces
+    shown = " ".join(f"/{font} {size} Tf ({words}) Tj" for font, words in runs)
+    return f"BT {stretch:.3f} Tw {x} {y} Td {shown} 0 Tw ET"
+
+
+def paragraph_lines() -> list[list[tuple[str, str]]]:
+    """Three lines of one paragraph, the first two about as long (justified, their spaces
+    stay narrow): the second holds a bold word and code."""
+    words = SENTENCES[1].split() + SENTENCES[2].split() + SENTENCES[3].split()
+    third = len(words) // 3
+    second = [("R", " ".join(words[third:2 * third]) + " "), ("B", "kappa"), ("R", " "),
+              ("C", "x_1"), ("R", " and")]
+    first = words[:third]
+    while width([("R", " ".join(first))], 11) < width(second, 11) - 10:
+        first.append(words[len(first) % len(words)])
+    return [[("R", " ".join(first))], second, [("R", " ".join(words[2 * third:]))]]
+
+
+def page_of_paragraphs() -> str:
+    """A heading; a paragraph of three lines (two justified) with a bold word and code; a list
+    item; a right-aligned running head; a rotated line, an invisible one and a framed box."""
+    lines = paragraph_lines()
+    right = 72 + max(width(line, 11) for line in lines[:2]) + 5
+    return "\n".join([
+        text("R", 9, 480, 760, SENTENCES[4]),  # the running head, ending at the right
+        text("H", 16, 72, 700, SENTENCES[0]),
+        justified(lines[0], 11, 72, 670, right),
+        justified(lines[1], 11, 72, 657, right),
+        text("R", 11, 72, 644, lines[2][0][1]),
+        text("R", 11, 72, 600, "- " + SENTENCES[5]),
+        text("R", 11, 0, 0, SENTENCES[6], "0 1 -1 0 560 200 Tm"),
+        text("R", 11, 72, 500, SENTENCES[7], "3 Tr"),
+        "0 0 1 RG 60 400 300 60 re S",
+        text("R", 11, 72, 420, SENTENCES[8], "0 Tr"),
+    ])
+
+
+def chars(data: bytes, page: int = 0) -> list[tuple[str, str, float, float]]:
+    """Each character PDFium reads on a page: the character, its font's name, x and y."""
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+    document = pdfium.PdfDocument(data)
+    textpage = document[page].get_textpage()
+    name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
+    x, y = ctypes.c_double(), ctypes.c_double()
+    out = []
+    for k in range(textpage.count_chars()):
+        raw.FPDFText_GetFontInfo(textpage.raw, k, name, 128, flags)
+        raw.FPDFText_GetCharOrigin(textpage.raw, k, x, y)
+        out.append((chr(raw.FPDFText_GetUnicode(textpage.raw, k)), name.value.decode(),
+                    x.value, y.value))
+    return out
+
+
+def lines_of(data: bytes) -> list[tuple[float, str]]:
+    """The page's lines as pypdf reads them, by their baseline, top down."""
+    from pypdf import PdfReader
+    found: dict[float, list[tuple[float, str]]] = {}
+
+    def visit(text, cm, tm, font, size):
+        if text.strip():
+            found.setdefault(round(tm[5] * cm[3] + cm[5]), []).append((tm[4] + cm[4], text))
+    PdfReader(io.BytesIO(data)).pages[0].extract_text(visitor_text=visit)
+    return [(y, " ".join(" ".join(t.split()) for _, t in sorted(parts)))
+            for y, parts in sorted(found.items(), reverse=True)]
+
+
+def test_a_paragraph_over_lines_is_translated_whole_and_set_in_its_place(
+        toy_model, translator, tmp_path, capsys):
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([page_of_paragraphs()]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    assert "2 line(s) of rotated, invisible or reused text left as they are" in \
+        capsys.readouterr().err
+    lines = lines_of(out)
+    said = {y: line for y, line in lines}
+    # the heading and the running head, each on its line
+    assert said[700] == translator.translate_markup([SENTENCES[0]])[0]
+    assert said[760] == translator.translate_markup([SENTENCES[4]])[0]
+    # the three lines as one sentence, its bold word and code kept, set from the first line's
+    # baseline down
+    source = " ".join("".join(f"<b>{w}</b>" if font == "B" else f"<code>{w}</code>"
+                              if font == "C" else w for font, w in line)
+                      for line in paragraph_lines())
+    expected = translator.translate_markup([source])[0]
+    paragraph = " ".join(line for y, line in lines if 630 < y <= 670)
+    assert paragraph.split() == re.sub(r"<[^>]+>", "", expected).split()
+    assert max(y for y, _ in lines if y <= 670) == 670
+    read = [c for c in chars(out) if not c[0].isspace()]
+    assert "".join(c[0] for c in read if c[1] == "Courier") == "x_1"  # code as written
+    bold = re.search(r"<b>(.*?)</b>", expected)
+    assert "".join(c[0] for c in read if c[1] == "Times-Bold") == \
+        (bold.group(1).replace(" ", "") if bold else "")
+    # the list item's mark where it was, the item translated after it
+    item = " ".join(line for y, line in lines if 560 < y <= 600)
+    assert item == "- " + translator.translate_markup([SENTENCES[5]])[0]
+    dash = next(c for c in chars(out) if c[0] == "-" and round(c[3]) == 600)
+    assert round(dash[2]) == 72
+    # rotated and invisible text left alone, as is the frame
+    from pypdf import PdfReader
+    everything = PdfReader(io.BytesIO(out)).pages[0].extract_text()
+    assert SENTENCES[6] in everything.replace("\n", " ") or \
+        SENTENCES[6].replace(" ", "") in everything.replace("\n", "").replace(" ", "")
+    assert " ".join(line for y, line in lines if 380 < y <= 420) == \
+        translator.translate_markup([SENTENCES[8]])[0]
+    import pypdfium2 as pdfium
+    page = pdfium.PdfDocument(out)[0]
+    assert sum(o.type == pdfium.raw.FPDF_PAGEOBJ_PATH for o in page.get_objects()) == 1
+
+
+def test_a_right_aligned_line_still_ends_where_it_did(toy_model, translator, tmp_path):
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([page_of_paragraphs()]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    head = [c for c in chars(out) if round(c[3]) == 760 and not c[0].isspace()]
+    original = [c for c in chars(path.read_bytes()) if round(c[3]) == 760]
+    assert head and abs(max(c[2] for c in head) - max(c[2] for c in original)) < 12
+
+
+def test_a_listing_and_a_page_without_text_are_left_as_they_are(toy_model, tmp_path, capsys):
+    listing = "\n".join(text("C", 10, 72, 700 - 12 * k, line)
+                        for k, line in enumerate(SENTENCES[9:12]))
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([listing, "0 0 1 rg 100 100 50 50 re f"]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    assert [line for _, line in lines_of(out)] == SENTENCES[9:12]
+    from pypdf import PdfReader
+    assert len(PdfReader(io.BytesIO(out)).pages) == 2
+
+
+def test_a_scan_s_invisible_text_only_is_one_warning(toy_model, tmp_path, capsys):
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([text("R", 11, 72, 700, SENTENCES[0], "3 Tr")]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    err = capsys.readouterr().err
+    assert "no text that can be translated" in err
+    assert len(out) > 0
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"%PDF-1.4\nnothing else", "not a PDF file that can be translated"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(64), "not a PDF file that can be translated"),
+])
+def test_bad_pdf_files_are_one_line_and_write_nothing(toy_model, tmp_path, capsys, content,
+                                                      message):
+    path = tmp_path / "in.pdf"
+    path.write_bytes(content)
+    out = tmp_path / "out.pdf"
+    err = fails(capsys, ["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
+                         str(path), "-o", str(out)], message)
+    assert "in.pdf" in err
+    assert not out.exists()
+
+
+def test_a_pdf_with_a_password_is_one_line(toy_model, tmp_path, capsys):
+    from pypdf import PdfReader, PdfWriter
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_file([page_of_paragraphs()]))))
+    writer.encrypt(user_password="secret", algorithm="RC4-128")
+    path = tmp_path / "in.pdf"
+    with open(path, "wb") as handle:
+        writer.write(handle)
+    out = tmp_path / "out.pdf"
+    fails(capsys, ["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
+                   str(path), "-o", str(out)],
+          "in.pdf: not a PDF file that can be translated: it is encrypted with a password; "
+          "save it without one")
+    assert not out.exists()
+
+
+def test_contents_leaders_and_table_cells_are_kept_apart(toy_model, translator, tmp_path):
+    """A table of contents' line: its title translated, its dots and page number left where
+    they were; cells of a table drawn without lines (words far apart) are translated apart;
+    all on a page drawn at three quarters of its units (as Canva and others write them)."""
+    page = "\n".join([
+        "0.75 0 0 0.75 0 0 cm",
+        f"BT /R 14 Tf 96 900 Td ({SENTENCES[0]} . . . . . . . . . . . . 7) Tj ET",
+        f"BT /R 14 Tf 96 860 Td ({SENTENCES[1]}) Tj 300 0 Td ({SENTENCES[2]}) Tj ET",
+    ])
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([page]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    read = chars(out)
+    leader = [c for c in read if round(c[3]) == 675 and c[0] in ".7"]
+    source = [c for c in chars(path.read_bytes()) if round(c[3]) == 675 and c[0] in ".7"]
+    assert [(c[0], round(c[2], 1)) for c in leader] == [(c[0], round(c[2], 1)) for c in source]
+    said = {y: line for y, line in lines_of(out)}
+    title = translator.translate_markup([SENTENCES[0]])[0]
+    assert said[675].startswith(title + " . . .") and said[675].endswith("7")
+    cells = translator.translate_markup(SENTENCES[1:3])
+    assert said[645] == f"{cells[0]} {cells[1]}"
+    # the cells start where they did, in the page's units: the second at 0.75 * (96 + 300),
+    # after a gap
+    xs = sorted(c[2] for c in read if round(c[3]) == 645 and not c[0].isspace())
+    second = next(b for a, b in zip(xs, xs[1:]) if b - a > 12)
+    assert abs(second - 0.75 * 396) < 1.5
+    sized = [c for c in read if round(c[3]) == 645 and not c[0].isspace()]
+    box = [c for c in chars(path.read_bytes()) if round(c[3]) == 645]
+    assert abs(min(c[2] for c in sized) - min(c[2] for c in box)) < 1.5
+
+
+class Greek:
+    """A translator that answers in Greek letters, which the standard fonts lack."""
+
+    languages = None
+
+    def translate_markup(self, documents, fmt, options=None, glossary=None):
+        return ["καλημέρα " + d for d in documents]
+
+
+def test_letters_the_standard_fonts_lack_are_set_in_a_unicode_font(tmp_path, monkeypatch):
+    from aiayn.documents import Job, pdf
+    from aiayn.errors import UserError
+    data = pdf_file([text("R", 11, 72, 700, SENTENCES[0])])
+    out = pdf.translate_pdf(data, Job(Greek()))
+    said = [line for _, line in lines_of(out)]
+    assert said == ["καλημέρα " + SENTENCES[0]]
+    fonts = {c[1] for c in chars(out) if not c[0].isspace()}
+    assert any("DejaVu" in name for name in fonts), fonts
+    monkeypatch.setattr(pdf, "_font_folders", lambda: [tmp_path])
+    with pytest.raises(UserError, match="install the DejaVu fonts"):
+        pdf.translate_pdf(data, Job(Greek()))
+
+
+def test_columns_read_side_by_side_are_paragraphs_of_their_own(toy_model, translator,
+                                                               tmp_path):
+    """Two columns whose lines a PDF draws in turn, left then right on each baseline (as
+    many word processors do): each column's two lines are one paragraph."""
+    columns = [SENTENCES[9].split() + SENTENCES[10].split(), SENTENCES[11].split() +
+               SENTENCES[3].split()]
+    halves = [[words[:len(words) // 2], words[len(words) // 2:]] for words in columns]
+    right = [x + 5 + max(width([("R", " ".join(half))], 11) for half in pair)
+             for x, pair in zip((72, 320), halves)]
+    drawn = []
+    for k, y in enumerate((700, 687)):
+        for x, pair, edge in zip((72, 320), halves, right):
+            line = [("R", " ".join(pair[k]))]
+            drawn.append(justified(line, 11, x, y, edge) if k == 0 else
+                         text("R", 11, x, y, line[0][1]))
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file(["\n".join(drawn)]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    read = [c for c in chars(out) if not c[0].isspace()]
+    for x, edge, words in zip((72, 320), right, columns):
+        said = "".join(c[0] for c in read if x - 1 <= c[2] < edge + 30 and c[3] > 600
+                       and (x == 320 or c[2] < 300))
+        expected = translator.translate_markup([" ".join(words)])[0]
+        assert said == expected.replace(" ", "")
