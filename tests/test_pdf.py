@@ -23,9 +23,9 @@ def translator(toy_model):
     return load(toy_model, compile=False)
 
 
-def pdf_file(pages: list[str], *, encrypt: dict | None = None) -> bytes:
+def pdf_file(pages: list[str], *, resources: str = "") -> bytes:
     """A PDF of US Letter pages, each drawn by its content stream, with the standard fonts
-    of ``FONTS`` named /R, /B, /H and /C."""
+    of ``FONTS`` named /R, /B, /H and /C (and other ``resources``)."""
     fonts = {name: k for k, name in enumerate(FONTS, start=3)}
     first_page = 3 + len(FONTS)
     objects = ["<< /Type /Catalog /Pages 2 0 R >>",
@@ -34,10 +34,10 @@ def pdf_file(pages: list[str], *, encrypt: dict | None = None) -> bytes:
                    len(pages))]
     objects += [f"<< /Type /Font /Subtype /Type1 /BaseFont /{base} "
                 f"/Encoding /WinAnsiEncoding >>" for base in FONTS.values()]
-    resources = " ".join(f"/{name} {number} 0 R" for name, number in fonts.items())
+    fonts_named = " ".join(f"/{name} {number} 0 R" for name, number in fonts.items())
     for k, content in enumerate(pages):
         objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                       f"/Resources << /Font << {resources} >> >> "
+                       f"/Resources << /Font << {fonts_named} >> {resources} >> "
                        f"/Contents {first_page + 2 * k + 1} 0 R >>")
         objects.append(f"<< /Length {len(content.encode('latin-1'))} >>\nstream\n"
                        f"{content}\nendstream")
@@ -323,3 +323,27 @@ def test_columns_read_side_by_side_are_paragraphs_of_their_own(toy_model, transl
                        and (x == 320 or c[2] < 300))
         expected = translator.translate_markup([" ".join(words)])[0]
         assert said == expected.replace(" ", "")
+
+
+def test_a_page_pdfium_cannot_write_again_is_left_as_it_was(toy_model, tmp_path, capsys):
+    """PDFium writes a calibrated colour space's fill as black: the page that has one is
+    left as it was, with a warning, and the others are translated."""
+    import numpy as np
+    import pypdfium2 as pdfium
+    filled = "/Cal cs 0.9 0.2 0.1 sc 72 500 300 150 re f\n" + text("R", 11, 72, 700,
+                                                                  SENTENCES[0])
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([filled, text("R", 11, 72, 700, SENTENCES[1])],
+                              resources="/ColorSpace << /Cal [/CalRGB << /WhitePoint "
+                                        "[0.9505 1 1.089] >>] >>"))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    assert "page(s) 1 left untranslated: PDFium cannot write their drawings again" in \
+        capsys.readouterr().err
+    pictures = [np.asarray(pdfium.PdfDocument(d)[0].render(scale=0.5).to_pil())
+                for d in (path.read_bytes(), out)]
+    assert (pictures[0] == pictures[1]).all()
+    said = {y: line for y, line in lines_of(out)}
+    assert said[700] == SENTENCES[0]
+    from pypdf import PdfReader
+    second = PdfReader(io.BytesIO(out)).pages[1].extract_text().strip()
+    assert second != SENTENCES[1] and second

@@ -137,6 +137,7 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
                  "upright text (a scanned page is a picture)")
     translated = job.markup([markup for _, _, markup, _ in found]) if found else []
     writer = _Writer(document, raw)
+    drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
     for number, page in enumerate(pages, start=1):
         mine = [(paragraph, stretches(out), styles)
                 for (on, paragraph, _, styles), out in zip(found, translated) if on is page]
@@ -150,16 +151,52 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         for paragraph in redrawn:
             writer.again(page, paragraph)
         if gone:
+            drawn[number - 1] = _picture(page)
             raw.FPDFPage_GenerateContent(page.raw)
         for obj in gone:
             raw.FPDFPageObj_Destroy(obj)
         page.close()
+    out = _saved(document)
+    writer.close()
+    # PDFium writes a changed page's content again, and cannot write everything it reads (a
+    # calibrated colour space's fills come out black): a page whose written content draws
+    # otherwise than the page did in memory is left as it was
+    written = pdfium.PdfDocument(out)
+    lossy = [k for k, picture in drawn.items() if _differs(_picture(written[k]), picture)]
+    written.close()
+    if lossy:
+        original = pdfium.PdfDocument(data)
+        for k in lossy:
+            document.del_page(k)
+            document.import_pages(original, [k], index=k)
+        job.warn(f"page(s) {', '.join(str(k + 1) for k in lossy)} left untranslated: PDFium "
+                 f"cannot write their drawings again as they were")
+        out = _saved(document)
+        original.close()
+    document.close()
+    return out
+
+
+def _saved(document) -> bytes:
     import io
     buffer = io.BytesIO()
     document.save(buffer)
-    writer.close()
-    document.close()
     return buffer.getvalue()
+
+
+def _picture(page):
+    """A page drawn at half of 72 dots an inch, in grey (a numpy array)."""
+    bitmap = page.render(scale=0.5, grayscale=True)
+    return bitmap.to_numpy().copy()
+
+
+def _differs(a, b) -> bool:
+    """Whether two drawings of a page differ by more than anti-aliasing: more than 0.2% of
+    their dots by more than an eighth of the range."""
+    import numpy as np
+    if a.shape != b.shape:
+        return True
+    return bool(np.mean(np.abs(a.astype(np.int16) - b.astype(np.int16)) > 32) > 0.002)
 
 
 def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, bool, bool]:
