@@ -127,7 +127,7 @@ def main() -> None:
                        if len(m.split()) >= 3 and squeezed(m) != squeezed(o))
             (c_before, off_before), (c_after, off) = rectangles(source), rectangles(out)
             pages = len(before or [])
-            print(f"| {document.name} | {fmt} | {pages} | "
+            print(f"| {document.parent.name}/{document.name} | {fmt} | {pages} | "
                   f"{'yes' if after is not None and len(after) == pages else 'no'} | "
                   f"{len(words)} | {back}/{len(words)} | {left} | {c_before} → {c_after} | "
                   f"{off_before} → {off} | {seconds:.1f} |", flush=True)

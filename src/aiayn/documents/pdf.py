@@ -1,22 +1,26 @@
 """PDF files (.pdf, pypdfium2: PDFium, the engine of Chrome's PDF viewer). A PDF holds no
 paragraphs, only glyphs placed on pages; PDFium reads them in order as lines. Lines are joined
-into paragraphs here, each paragraph is translated whole with its bold, italic and code
-carried by the markup path (as a Word paragraph's runs are), and the translation is set again
-in the paragraph's place: from its first line's start, wrapped at its right edge, the font
-made smaller where the translation needs more lines than the original had.
+into paragraphs here, each paragraph is translated whole with its bold, italic, colours and
+code carried by the markup path (as a Word paragraph's runs are), and the translation is set
+again in the paragraph's place: from its first line's start, wrapped at its column's edge,
+the font made smaller (to 70%) where the translation needs more room than the original had.
 
-Lines belong to one paragraph where the second follows the first at one line's distance, in
-the same font size, starting where the first started (or where a first line's indent or list
-mark ends), and where the first line ended because the second's first word would not have
-fitted on it. A list mark (a bullet, "1.", "a)") stays where it was and is not translated. A
-paragraph all in a monospaced font (a listing) is left as it is; so is text drawn rotated,
-invisible text (a scanned page's recognised words, under its picture) and text inside a
-reused drawing (a form XObject), with everything sharing a drawing command with it.
+A line is first cut where its text stands apart (columns, a table's cells, a contents line's
+dots). Lines belong to one paragraph where the second follows the first at one line's
+distance, in the same font size, starting where the first started (or where a first line's
+indent or list mark ends), and where the first line ended because the second's first word
+would not have fitted on it. A list mark (a bullet, "1.", "a)") stays where it was. A
+paragraph mostly in a monospaced font (a listing) is left as it is; so is text drawn
+rotated, invisible text (a scanned page's recognised words, under its picture) and text
+inside a reused drawing (a form XObject), with everything sharing a drawing command with it.
+Numbers and signs (page numbers, a leader's dots) sharing one with translated text are drawn
+again where they were.
 
 The translation is set in the PDF standard fonts (Helvetica, Times, Courier, in their bold
 and italic) that every reader has, chosen by the original font's kind. They hold the Latin
 letters of Western European languages; a translation with other letters needs a Unicode font
-(DejaVu), embedded where found. Pictures, drawings, links and form fields stay as they are.
+(DejaVu), embedded where found. Pictures, drawings, links and form fields stay as they are. A
+page whose content PDFium cannot write again as it drew it is left as it was.
 """
 
 from __future__ import annotations
