@@ -23,9 +23,10 @@ def translator(toy_model):
     return load(toy_model, compile=False)
 
 
-def pdf_file(pages: list[str], *, resources: str = "") -> bytes:
+def pdf_file(pages: list[str], *, resources: str = "", annotations: str = "") -> bytes:
     """A PDF of US Letter pages, each drawn by its content stream, with the standard fonts
-    of ``FONTS`` named /R, /B, /H and /C (and other ``resources``)."""
+    of ``FONTS`` named /R, /B, /H and /C (and other ``resources``; the first page with
+    ``annotations``)."""
     fonts = {name: k for k, name in enumerate(FONTS, start=3)}
     first_page = 3 + len(FONTS)
     objects = ["<< /Type /Catalog /Pages 2 0 R >>",
@@ -36,7 +37,8 @@ def pdf_file(pages: list[str], *, resources: str = "") -> bytes:
                 f"/Encoding /WinAnsiEncoding >>" for base in FONTS.values()]
     fonts_named = " ".join(f"/{name} {number} 0 R" for name, number in fonts.items())
     for k, content in enumerate(pages):
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        annotated = f"/Annots [{annotations}] " if annotations and not k else ""
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] {annotated}"
                        f"/Resources << /Font << {fonts_named} >> {resources} >> "
                        f"/Contents {first_page + 2 * k + 1} 0 R >>")
         objects.append(f"<< /Length {len(content.encode('latin-1'))} >>\nstream\n"
@@ -148,7 +150,7 @@ def test_a_paragraph_over_lines_is_translated_whole_and_set_in_its_place(
     path = tmp_path / "in.pdf"
     path.write_bytes(pdf_file([page_of_paragraphs()]))
     out = run(toy_model, path, tmp_path / "out.pdf")
-    assert "2 line(s) of rotated, invisible or reused text left as they are" in \
+    assert "2 line(s) left as they are: rotated, invisible, in a reused drawing" in \
         capsys.readouterr().err
     lines = lines_of(out)
     said = {y: line for y, line in lines}
@@ -337,7 +339,7 @@ def test_a_page_pdfium_cannot_write_again_is_left_as_it_was(toy_model, tmp_path,
                               resources="/ColorSpace << /Cal [/CalRGB << /WhitePoint "
                                         "[0.9505 1 1.089] >>] >>"))
     out = run(toy_model, path, tmp_path / "out.pdf")
-    assert "page(s) 1 left untranslated: PDFium cannot write their drawings again" in \
+    assert "page(s) 1 left as they were: PDFium cannot write their drawings again" in \
         capsys.readouterr().err
     pictures = [np.asarray(pdfium.PdfDocument(d)[0].render(scale=0.5).to_pil())
                 for d in (path.read_bytes(), out)]
@@ -347,3 +349,29 @@ def test_a_page_pdfium_cannot_write_again_is_left_as_it_was(toy_model, tmp_path,
     from pypdf import PdfReader
     second = PdfReader(io.BytesIO(out)).pages[1].extract_text().strip()
     assert second != SENTENCES[1] and second
+
+
+def test_a_link_moves_with_its_words(toy_model, translator, tmp_path):
+    """A link (an annotation over words) ends up over the words its text became."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+    words = SENTENCES[4].split() + SENTENCES[5].split()
+    before = " ".join(words[:2]) + " "
+    start = 72 + width([("R", before)], 11)
+    end = start + width([("R", words[2])], 11)
+    link = (f"<< /Type /Annot /Subtype /Link /Rect [{start:.2f} 696 {end:.2f} 708] "
+            f"/Border [0 0 0] /A << /S /URI /URI (https://example.org/) >> >>")
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([text("R", 11, 72, 700, " ".join(words))], annotations=link))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    source = " ".join(words[:2]) + f' <a href="x">{words[2]}</a> ' + " ".join(words[3:])
+    expected = translator.translate_markup([source])[0]
+    inside = re.search(r"<a[^>]*>(.*?)</a>", expected).group(1).replace(" ", "")
+    page = pdfium.PdfDocument(out)[0]
+    annotation = raw.FPDFPage_GetAnnot(page.raw, 0)
+    rect = raw.FS_RECTF()
+    raw.FPDFAnnot_GetRect(annotation, rect)
+    raw.FPDFPage_CloseAnnot(annotation)
+    under = page.get_textpage().get_text_bounded(rect.left + 0.5, rect.bottom + 1,
+                                                  rect.right - 0.5, rect.top - 1)
+    assert under.replace(" ", "") == inside

@@ -10,9 +10,10 @@ dots). Lines belong to one paragraph where the second follows the first at one l
 distance, in the same font size, starting where the first started (or where a first line's
 indent or list mark ends), and where the first line ended because the second's first word
 would not have fitted on it. A list mark (a bullet, "1.", "a)") stays where it was. A
-paragraph mostly in a monospaced font (a listing) is left as it is; so is text drawn
-rotated, invisible text (a scanned page's recognised words, under its picture) and text
-inside a reused drawing (a form XObject), with everything sharing a drawing command with it.
+paragraph mostly in a monospaced font (a listing) is left as it is; so are rotated text,
+invisible text (a scanned page's recognised words, under its picture), text inside a reused
+drawing (a form XObject) and text in a font that does not say which letters it draws (they
+would be read as other letters), with everything sharing a drawing command with them.
 Numbers and signs (page numbers, a leader's dots) sharing one with translated text are drawn
 again where they were.
 
@@ -64,6 +65,7 @@ _DEJAVU = {"sans": "DejaVuSans", "serif": "DejaVuSerif", "mono": "DejaVuSansMono
 _SHAPES = {(False, False): "", (True, False): "-Bold", (False, True): "-Oblique",
            (True, True): "-BoldOblique"}
 _SMALLEST = 0.7  # the least a paragraph's font is made smaller to fit its translation
+_Box = tuple[float, float, float, float]  # left, bottom, right, top
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class _Style:
     color: tuple[int, int, int, int]
 
 
+_Piece = tuple[_Style, str, "int | None"]  # a stretch of a word: style, text, its span
+
+
 @dataclass
 class _Line:
     text: str = ""
@@ -86,6 +91,7 @@ class _Line:
     ends: list[float] = field(default_factory=list)  # and its right edge
     owners: list[int] = field(default_factory=list)  # and the text object drawing it (0: none)
     origins: list[float] = field(default_factory=list)  # and where it was drawn from
+    links: list[int] = field(default_factory=list)  # and the link over it (-1: none)
     left: float = 0.0
     right: float = 0.0
     baseline: float = 0.0
@@ -124,7 +130,7 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     except pdfium.PdfiumError as err:
         raise UserError(f"not a PDF file that can be translated: PDFium cannot read one of "
                         f"its pages ({err})") from None
-    found: list[tuple[Any, _Paragraph, str, list[_Style]]] = []
+    found: list[tuple[Any, _Paragraph, _Plan]] = []
     signs: dict[int, list[_Paragraph]] = {}  # by page: text without letters
     for number, page in enumerate(pages, start=1):
         textpage = page.get_textpage()
@@ -135,25 +141,29 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         kept = kept.union(*(_objects(p) for p in paragraphs
                             if plans[id(p)] is None and not _letterless(p)))
         for paragraph in _apart([p for p in paragraphs if plans[id(p)] is not None], kept):
-            found.append((page, paragraph, *plans[id(paragraph)]))  # type: ignore[misc]
+            found.append((page, paragraph, plans[id(paragraph)]))  # type: ignore[arg-type]
     if not found:
         job.warn("the PDF has no text that can be translated: no page holds lines of visible, "
                  "upright text (a scanned page is a picture)")
-    translated = job.markup([markup for _, _, markup, _ in found]) if found else []
+    translated = job.markup([plan.markup for _, _, plan in found]) if found else []
     writer = _Writer(document, raw)
     drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
     for number, page in enumerate(pages, start=1):
-        mine = [(paragraph, stretches(out), styles)
-                for (on, paragraph, _, styles), out in zip(found, translated) if on is page]
+        mine = [(paragraph, stretches(out), plan)
+                for (on, paragraph, plan), out in zip(found, translated) if on is page]
         taken: set[int] = set().union(*(_objects(p) for p, _, _ in mine))
         # numbers and dots drawn by the same commands as translated text: drawn again as
         # they were (a contents line's leader and page number)
         redrawn = [p for p in signs[number] if _objects(p) & taken]
         gone = _remove(page, taken.union(*map(_objects, redrawn)), raw)
-        for paragraph, pieces, styles in mine:
-            writer.set(page, paragraph, pieces, styles)
+        linked: dict[int, list[tuple[float, float, float, float]]] = {}
+        for paragraph, pieces, plan in mine:
+            for span, box in writer.set(page, paragraph, pieces, plan.styles):
+                if span in plan.links:
+                    linked.setdefault(plan.links[span], []).append(box)
         for paragraph in redrawn:
             writer.again(page, paragraph)
+        _relink(page, raw, linked)
         if gone:
             drawn[number - 1] = _picture(page)
             raw.FPDFPage_GenerateContent(page.raw)
@@ -173,8 +183,8 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         for k in lossy:
             document.del_page(k)
             document.import_pages(original, [k], index=k)
-        job.warn(f"page(s) {', '.join(str(k + 1) for k in lossy)} left untranslated: PDFium "
-                 f"cannot write their drawings again as they were")
+        job.warn(f"page(s) {', '.join(str(k + 1) for k in lossy)} left as they were: PDFium "
+                 f"cannot write their drawings again as it drew them")
         out = _saved(document)
         original.close()
     document.close()
@@ -189,16 +199,19 @@ def _saved(document) -> bytes:
 
 
 def _picture(page):
-    """A page drawn at half of 72 dots an inch, in grey (a numpy array)."""
-    bitmap = page.render(scale=0.5, grayscale=True)
-    return bitmap.to_numpy().copy()
+    """A page drawn at half of 72 dots an inch, in grey (a numpy array); None where PDFium
+    cannot draw it (a page of no size)."""
+    try:
+        return page.render(scale=0.5, grayscale=True).to_numpy().copy()
+    except Exception:  # pypdfium2 raises ValueError, PdfiumError
+        return None
 
 
 def _differs(a, b) -> bool:
     """Whether two drawings of a page differ by more than anti-aliasing: more than 0.2% of
-    their dots by more than an eighth of the range."""
+    their dots by more than an eighth of the range (or cannot be compared)."""
     import numpy as np
-    if a.shape != b.shape:
+    if a is None or b is None or a.shape != b.shape:
         return True
     return bool(np.mean(np.abs(a.astype(np.int16) - b.astype(np.int16)) > 32) > 0.002)
 
@@ -212,8 +225,24 @@ def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, boo
     return kind, bold, bool(flags.value & _ITALIC_FLAG or _ITALIC.search(name))
 
 
+def _link_areas(page, raw) -> list[tuple[int, float, float, float, float]]:
+    """The page's links: each annotation's number and its rectangle (left, bottom, right,
+    top)."""
+    areas, rect = [], raw.FS_RECTF()
+    for k in range(raw.FPDFPage_GetAnnotCount(page.raw)):
+        annotation = raw.FPDFPage_GetAnnot(page.raw, k)
+        if raw.FPDFAnnot_GetSubtype(annotation) == raw.FPDF_ANNOT_LINK and \
+                raw.FPDFAnnot_GetRect(annotation, rect):
+            areas.append((k, min(rect.left, rect.right), min(rect.bottom, rect.top),
+                          max(rect.left, rect.right), max(rect.bottom, rect.top)))
+        raw.FPDFPage_CloseAnnot(annotation)
+    return areas
+
+
 def _lines(textpage, page, raw) -> list[_Line]:
-    """The page's lines as PDFium reads them (it writes a generated line end between two)."""
+    """The page's lines as PDFium reads them (it writes a generated line end between two),
+    each character with the link over it."""
+    areas = _link_areas(page, raw)
     top_level = {ctypes.addressof(raw.FPDFPage_GetObject(page.raw, k).contents)
                  for k in range(raw.FPDFPage_CountObjects(page.raw))}
     name, flags = ctypes.create_string_buffer(256), ctypes.c_int()
@@ -243,8 +272,9 @@ def _lines(textpage, page, raw) -> list[_Line]:
         if obj:
             line.objects.add(address)
             if address not in top_level or raw.FPDFText_GetCharAngle(textpage, index) or \
-                    raw.FPDFTextObj_GetTextRenderMode(obj) == raw.FPDF_TEXTRENDERMODE_INVISIBLE:
-                line.plain = False
+                    raw.FPDFTextObj_GetTextRenderMode(obj) == raw.FPDF_TEXTRENDERMODE_INVISIBLE \
+                    or raw.FPDFText_HasUnicodeMapError(textpage, index) == 1:
+                line.plain = False  # (the last: a font that does not say what it draws)
             if address not in fonts:
                 raw.FPDFText_GetMatrix(textpage, index, matrix)
                 fonts[address] = (*_font_style(textpage, index, raw, name, flags),
@@ -269,6 +299,10 @@ def _lines(textpage, page, raw) -> list[_Line]:
         line.ends.append(box[1].value)
         line.owners.append(address)
         line.origins.append(x.value)
+        middle = ((box[0].value + box[1].value) / 2, (box[2].value + box[3].value) / 2)
+        line.links.append(next((k for k, left, bottom, right, top in areas
+                                if left <= middle[0] <= right and bottom <= middle[1] <= top),
+                               line.links[-1] if not obj and line.links else -1))
         line.right = max(line.right, box[1].value)
     if line.text.strip():
         lines.append(line)
@@ -302,7 +336,8 @@ def _parts(line: _Line, wide: bool = True) -> list[_Line]:
         if line.text[k:b].strip():
             parts.append(_Line(line.text[k:b], line.styles[k:b], line.starts[k:b],
                                line.ends[k:b], line.owners[k:b], line.origins[k:b],
-                               line.starts[k], max(line.ends[k:b]), line.baseline, 0.0,
+                               line.links[k:b], line.starts[k], max(line.ends[k:b]),
+                               line.baseline, 0.0,
                                {o for o in line.owners[k:b] if o}, line.plain))
     return [piece for part in parts for piece in _parts(part, False)] if wide else parts
 
@@ -314,8 +349,8 @@ def _paragraphs(textpage, page, raw, job: Job,
     lines = _lines(textpage.raw, page, raw)
     unseen = sum(not line.plain for line in lines)
     if unseen:
-        job.warn(f"page {number}: {unseen} line(s) of rotated, invisible or reused text left "
-                 f"as they are")
+        job.warn(f"page {number}: {unseen} line(s) left as they are: rotated, invisible, in a "
+                 f"reused drawing, or in a font that does not say which letters it draws")
     # the distance between a paragraph's lines for each size: the least that recurs on the page
     # (paragraphs and list items often lie further apart)
     steps: dict[float, list[float]] = {}
@@ -452,53 +487,71 @@ def _continues(paragraph: _Paragraph, line: _Line, right: float,
     return right - last.right < word + 0.3 * size or last.text.rstrip().endswith("\u00ad")
 
 
-def _markup(paragraph: _Paragraph) -> tuple[str, list[_Style]] | None:
-    """The paragraph as markup for the translator: stretches in another style than most of its
-    text are spans (monospaced ones code), its lines joined (a word hyphenated at a line's end
-    whole again); and its styles, the first its own. None for a listing (all monospaced)."""
-    chars: list[tuple[str, _Style]] = []
+@dataclass
+class _Plan:
+    """A paragraph as the translator gets it: its markup, the styles its spans are numbered
+    by (the first its own), and the links among them (a span's number: the annotation's)."""
+
+    markup: str
+    styles: list[_Style]
+    links: dict[int, int]
+
+
+def _markup(paragraph: _Paragraph) -> _Plan | None:
+    """The paragraph as markup for the translator, its lines joined (a word hyphenated at a
+    line's end whole again): stretches in another style than most of its text are spans
+    (monospaced ones code), and text under a link is a link. None for a listing (mostly
+    monospaced) and for text without letters."""
+    chars: list[tuple[str, _Style, int]] = []
     for k, line in enumerate(paragraph.lines):
-        text, styles = line.text, line.styles
+        text, styles, links = line.text, line.styles, line.links
         if k == 0 and paragraph.mark:
             skip = len(text) - len(text[len(paragraph.mark):].lstrip())
-            text, styles = text[skip:], styles[skip:]
+            text, styles, links = text[skip:], styles[skip:], links[skip:]
         if chars and chars[-1][0] == "\u00ad":
             chars.pop()  # a word broken over two lines
         elif chars:
-            chars.append((" ", chars[-1][1]))
+            chars.append((" ", chars[-1][1], -1))
         text = text.rstrip()
-        chars.extend(zip(text, styles))
-    chars = [(c, s) for c, s in chars if c != "\u00ad"]
-    keys = [(s.kind, s.bold, s.italic, s.color) for _, s in chars]
+        chars.extend(zip(text, styles, links))
+    chars = [c for c in chars if c[0] != "\u00ad"]
+    if not any(c.isalpha() for c, _, _ in chars):
+        return None  # numbers, marks, a leader's dots
+    keys = [(s.kind, s.bold, s.italic, s.color) for _, s, _ in chars]
     weight: dict[tuple, int] = {}
-    for (c, _), key in zip(chars, keys):
+    for (c, _, _), key in zip(chars, keys):
         if not c.isspace():
             weight[key] = weight.get(key, 0) + 1
-    if not any(c.isalpha() for c, _ in chars):
-        return None  # numbers, marks, a leader's dots
     own_key = max(weight, key=lambda k: (weight[k], not (k[1] or k[2])))
     if own_key[0] == "mono":
         return None  # a listing
-    styles = [next(s for (_, s), key in zip(chars, keys) if key == own_key)]
-    # a space is in a stretch's style only between two characters of it
-    solid = [k for k, (c, _) in enumerate(chars) if not c.isspace()]
+    plan = _Plan("", [next(s for (_, s, _), key in zip(chars, keys) if key == own_key)], {})
+    # a run: characters of one format under one link; a space is in a run only between two
+    # characters of it
+    runs = [(key, link) for key, (_, _, link) in zip(keys, chars)]
+    solid = [k for k, (c, _, _) in enumerate(chars) if not c.isspace()]
     for a, b in zip(solid, solid[1:]):
         for k in range(a + 1, b):
-            keys[k] = keys[a] if keys[a] == keys[b] else own_key
+            runs[k] = runs[a] if runs[a] == runs[b] else (own_key, -1)
     pieces, at = [], 0
     while at < len(chars):
         end = at
-        while end < len(chars) and keys[end] == keys[at] and chars[end][1] == chars[at][1] \
-                or end < len(chars) and keys[end] == keys[at] == own_key:
+        while end < len(chars) and runs[end] == runs[at] and (
+                chars[end][1] == chars[at][1] or runs[at] == (own_key, -1)):
             end += 1
-        text = "".join(c for c, _ in chars[at:end])
-        if keys[at] == own_key:
+        text = "".join(c for c, _, _ in chars[at:end])
+        (key, link), style = runs[at], chars[at][1]
+        if (key, link) == (own_key, -1):
             pieces.append(spanned(text, None))
         else:
-            styles.append(chars[at][1])
-            pieces.append(spanned(text, len(styles) - 1, code=keys[at][0] == "mono"))
+            plan.styles.append(style)
+            number = len(plan.styles) - 1
+            if link >= 0:
+                plan.links[number] = link
+            pieces.append(spanned(text, number, link=link >= 0, code=key[0] == "mono"))
         at = end
-    return "".join(pieces), styles
+    plan.markup = "".join(pieces)
+    return plan
 
 
 def _remove(page, objects: set[int], raw) -> list:
@@ -560,27 +613,26 @@ class _Writer:
         return self.widths[key] * size
 
     def set(self, page, paragraph: _Paragraph, translated: list[tuple[str, int | None]],
-            styles: list[_Style]) -> None:
+            styles: list[_Style]) -> list[tuple[int | None, _Box]]:
         """Sets a paragraph's translation in its place: from where its text began, wrapped at
         its column's edge, made smaller (to ``_SMALLEST``) until it ends above the next text
-        below it."""
+        below it. Returns the box of each piece set, by the number of its span."""
         lines = paragraph.lines
         left = lines[1].left if len(lines) > 1 else paragraph.start
+        boxes = []
         if paragraph.mark:
-            self.place(page, [(lines[0].left, lines[0].styles[0], paragraph.mark)],
-                       lines[0].baseline)
+            boxes += self.place(page, [(lines[0].left, lines[0].styles[0], paragraph.mark,
+                                        None)], lines[0].baseline)
         words, scale = _words(translated, styles), 1.0
         if paragraph.align != "left":  # one line, ending or centred where it was
-            self.aligned(page, paragraph, words)
-            return
+            return boxes + self.aligned(page, paragraph, words)
         while len(lines) == 1:  # a line stays one while it can
             laid = self.lay(words, scale, paragraph.start, left, paragraph.right)
             if len(laid) <= 1 or scale <= _SMALLEST + 1e-6:
                 break
             scale = max(_SMALLEST, scale - 0.05)
         if len(lines) == 1 and len(laid) <= 1:
-            self.place(page, laid[0] if laid else [], lines[0].baseline, scale)
-            return
+            return boxes + self.place(page, laid[0] if laid else [], lines[0].baseline, scale)
         scale = 1.0
         while True:
             laid = self.lay(words, scale, paragraph.start, left, paragraph.right)
@@ -590,53 +642,61 @@ class _Writer:
                 break
             scale = max(_SMALLEST, scale - 0.05)
         for k, row in enumerate(laid):
-            self.place(page, row, lines[0].baseline - k * step, scale)
+            boxes += self.place(page, row, lines[0].baseline - k * step, scale)
+        return boxes
 
     def again(self, page, paragraph: _Paragraph) -> None:
         """Draws a paragraph's characters again where they were, each in its style."""
         for line in paragraph.lines:
-            self.place(page, [(x, style, c) for c, style, x in
+            self.place(page, [(x, style, c, None) for c, style, x in
                               zip(line.text, line.styles, line.origins) if not c.isspace()],
                        line.baseline)
 
-    def aligned(self, page, paragraph: _Paragraph, words: list[list[tuple[_Style, str]]]) -> None:
+    def aligned(self, page, paragraph: _Paragraph,
+                words: list[list[_Piece]]) -> list[tuple[int | None, _Box]]:
         """Sets a right-aligned or centred line on one line, ending or centred where the
         original did, half as wide again at most before it is made smaller."""
         line = paragraph.lines[0]
         laid = self.lay(words, 1.0, 0.0, 0.0, float("inf"))[0] if words else []
-        width = max((x + self.width(st, t, st.size) for x, st, t in laid), default=0.0)
+        width = max((x + self.width(st, t, st.size) for x, st, t, _ in laid), default=0.0)
         scale = max(_SMALLEST, min(1.0, 1.5 * (line.right - line.left) / max(width, 1e-6)))
         start = line.right - width * scale if paragraph.align == "right" else \
             (line.left + line.right - width * scale) / 2
-        self.place(page, [(start + x * scale, st, t) for x, st, t in laid], line.baseline,
-                   scale)
+        return self.place(page, [(start + x * scale, st, t, n) for x, st, t, n in laid],
+                          line.baseline, scale)
 
-    def lay(self, words: list[list[tuple[_Style, str]]], scale: float, start: float,
-            left: float, right: float) -> list[list[tuple[float, _Style, str]]]:
-        """Words (each a list of its pieces in their styles), their sizes times ``scale``,
-        broken into lines at ``right``: each line as its pieces' (x, style, text)."""
-        rows: list[list[tuple[float, _Style, str]]] = [[]]
+    def lay(self, words: list[list[_Piece]], scale: float, start: float, left: float,
+            right: float) -> list[list[tuple[float, _Style, str, int | None]]]:
+        """Words (each a list of its pieces: style, text, span), their sizes times
+        ``scale``, broken into lines at ``right``: each line as its pieces' (x, style, text,
+        span)."""
+        rows: list[list[tuple[float, _Style, str, int | None]]] = [[]]
         x = start
         for word in words:
-            widths = [self.width(s, t, s.size * scale) for s, t in word]
+            widths = [self.width(s, t, s.size * scale) for s, t, _ in word]
             space = self.width(word[0][0], " ", word[0][0].size * scale) if rows[-1] else 0.0
             if rows[-1] and x + space + sum(widths) > right + 0.5:
                 rows.append([])
                 x, space = left, 0.0
             x += space
-            for (style, text), w in zip(word, widths):
-                rows[-1].append((x, style, text))
+            for (style, text, span), w in zip(word, widths):
+                rows[-1].append((x, style, text, span))
                 x += w
         return [row for row in rows if row]
 
-    def place(self, page, row: list[tuple[float, _Style, str]], baseline: float,
-              scale: float = 1.0) -> None:
-        for x, style, text in row:
+    def place(self, page, row: list[tuple[float, _Style, str, int | None]], baseline: float,
+              scale: float = 1.0) -> list[tuple[int | None, _Box]]:
+        boxes = []
+        for x, style, text, span in row:
             font = self.font(style.kind, style.bold, style.italic, text)
-            obj = self.text_object(font, text, style.size * scale)
+            size = style.size * scale
+            obj = self.text_object(font, text, size)
             self.raw.FPDFPageObj_SetFillColor(obj, *style.color)
             self.raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, baseline)
             self.raw.FPDFPage_InsertObject(page.raw, obj)
+            boxes.append((span, (x, baseline - 0.25 * size,
+                                 x + self.width(style, text, size), baseline + 0.85 * size)))
+        return boxes
 
     def close(self) -> None:
         for font in self.fonts.values():
@@ -644,10 +704,10 @@ class _Writer:
 
 
 def _words(translated: list[tuple[str, int | None]],
-           styles: list[_Style]) -> list[list[tuple[_Style, str]]]:
-    """The translation's words, each as its pieces in their styles (a word can change style
-    within it: a note's number after it)."""
-    words: list[list[tuple[_Style, str]]] = []
+           styles: list[_Style]) -> list[list[_Piece]]:
+    """The translation's words, each as its pieces (style, text, the number of its span; a
+    word can change style within it: a note's number after it)."""
+    words: list[list[_Piece]] = []
     joined = True  # the next piece goes on the last word
     for text, number in translated:
         style = styles[number] if number is not None and number < len(styles) else styles[0]
@@ -655,11 +715,35 @@ def _words(translated: list[tuple[str, int | None]],
             if token.isspace():
                 joined = False
             elif joined and words:
-                words[-1].append((style, token))
+                words[-1].append((style, token, number))
             else:
-                words.append([(style, token)])
+                words.append([(style, token, number)])
                 joined = True
     return words
+
+
+def _relink(page, raw, linked: dict[int, list[_Box]]) -> None:
+    """Moves each link (by its annotation's number) over the boxes of its translated words:
+    its rectangle around them all, and an area (QuadPoints) for each line they are on."""
+    for number, boxes in linked.items():
+        annotation = raw.FPDFPage_GetAnnot(page.raw, number)
+        rows: dict[float, list[_Box]] = {}
+        for box in boxes:
+            rows.setdefault(round(box[1], 1), []).append(box)
+        areas = [(min(b[0] for b in row), min(b[1] for b in row), max(b[2] for b in row),
+                  max(b[3] for b in row)) for row in rows.values()]
+        rect = raw.FS_RECTF(min(a[0] for a in areas), max(a[3] for a in areas),
+                            max(a[2] for a in areas), min(a[1] for a in areas))
+        raw.FPDFAnnot_SetRect(annotation, rect)
+        if raw.FPDFAnnot_HasAttachmentPoints(annotation):
+            count = raw.FPDFAnnot_CountAttachmentPoints(annotation)
+            for k, (left, bottom, right, top) in enumerate(areas):
+                quad = raw.FS_QUADPOINTSF(left, top, right, top, left, bottom, right, bottom)
+                if k < count:
+                    raw.FPDFAnnot_SetAttachmentPoints(annotation, k, quad)
+                else:
+                    raw.FPDFAnnot_AppendAttachmentPoints(annotation, quad)
+        raw.FPDFPage_CloseAnnot(annotation)
 
 
 def _latin(text: str) -> bool:
