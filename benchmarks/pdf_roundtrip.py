@@ -15,6 +15,9 @@ translation; per file:
   translations pypdf finds on their page, whole and in order (spaces aside);
 - source left: of those paragraphs of three words or more, how many pypdf still finds on
   the translated page as they were;
+- lines left as they are (rotated, invisible, in a reused drawing or in a font that does
+  not say which letters it draws) and pages left as they were (PDFium could not write
+  their drawings again as it drew them), from the translator's warnings;
 - collisions: pairs of PDFium's text rectangles on a page that overlap by more than a third
   of the smaller, in the source and in the translation (text set over other text);
 - off the page: text rectangles reaching outside the page's media box;
@@ -27,10 +30,12 @@ measure another checkout, put its ``src`` first on PYTHONPATH.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import io
 import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -91,6 +96,9 @@ def main() -> None:
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("documents", nargs="+", type=Path)
     parser.add_argument("--keep", type=Path, help="a folder to write each translation in")
+    parser.add_argument("--notable", action="store_true",
+                        help="a row only for a file with something short of perfect (for a "
+                             "corpus of many files); the totals count every file")
     args = parser.parse_args()
     print(header())
     from aiayn.translate import load
@@ -104,13 +112,21 @@ def main() -> None:
         return out
     translator.translate_markup = recorded  # type: ignore[method-assign]
     print("| file | as | pages | pypdf reads all | paragraphs | translations read back in order "
-          "| source left | collisions, source → translation | off the page, source → translation "
-          "| seconds |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
-    totals = [0] * 6
-    with tempfile.TemporaryDirectory() as folder:
+          "| source left | lines left as they are | pages left as they were "
+          "| collisions, source → translation | off the page, source → translation | seconds |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    totals, files = [0] * 8, 0
+    warned = io.StringIO()  # the translator's warnings, counted by file
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stderr(warned):
         for document, fmt, path, out, seconds, _ in translations(
-                translator, args.documents, ["lo.pdf"], (".pdf",), make, folder, 10):
+                translator, args.documents, ["lo.pdf"], (".pdf",), make, folder, 12):
+            said = warned.getvalue()
+            warned.seek(0)
+            warned.truncate()
+            lines_kept = sum(int(m.group(1)) for m in
+                             re.finditer(r"(\d+) line\(s\) left as they are", said))
+            pages_kept = sum(len(m.group(1).split(",")) for m in
+                             re.finditer(r"page\(s\) ([\d, ]+) left as they were", said))
             source = path.read_bytes()
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
@@ -127,15 +143,21 @@ def main() -> None:
                        if len(m.split()) >= 3 and squeezed(m) != squeezed(o))
             (c_before, off_before), (c_after, off) = rectangles(source), rectangles(out)
             pages = len(before or [])
-            print(f"| {document.parent.name}/{document.name} | {fmt} | {pages} | "
-                  f"{'yes' if after is not None and len(after) == pages else 'no'} | "
-                  f"{len(words)} | {back}/{len(words)} | {left} | {c_before} → {c_after} | "
-                  f"{off_before} → {off} | {seconds:.1f} |", flush=True)
-            for k, value in enumerate((pages, len(words), back, left, c_after - c_before,
-                                       off - off_before)):
+            perfect = back == len(words) and not left and not lines_kept and not pages_kept \
+                and c_after <= c_before and off <= off_before
+            if not (args.notable and perfect):
+                print(f"| {document.parent.name}/{document.name} | {fmt} | {pages} | "
+                      f"{'yes' if after is not None and len(after) == pages else 'no'} | "
+                      f"{len(words)} | {back}/{len(words)} | {left} | {lines_kept} | "
+                      f"{pages_kept} | {c_before} → {c_after} | {off_before} → {off} | "
+                      f"{seconds:.1f} |", file=sys.stdout, flush=True)
+            for k, value in enumerate((pages, len(words), back, left, lines_kept, pages_kept,
+                                       c_after - c_before, off - off_before)):
                 totals[k] += value
-    print(f"| all | | {totals[0]} | | {totals[1]} | {totals[2]}/{totals[1]} | {totals[3]} | "
-          f"{totals[4]:+d} | {totals[5]:+d} | |")
+            files += 1
+    print(f"| all {files} translated | | {totals[0]} | | {totals[1]} | "
+          f"{totals[2]}/{totals[1]} | {totals[3]} | {totals[4]} | {totals[5]} | "
+          f"{totals[6]:+d} | {totals[7]:+d} | |")
 
 
 def _unescape(text: str) -> str:
