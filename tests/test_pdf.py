@@ -289,6 +289,7 @@ class Greek:
 
 def test_letters_the_standard_fonts_lack_are_set_in_a_unicode_font(tmp_path, monkeypatch):
     from aiayn.documents import Job, pdf
+    from aiayn.documents.pdf import setting
     from aiayn.errors import UserError
     data = pdf_file([text("R", 11, 72, 700, SENTENCES[0])])
     out = pdf.translate_pdf(data, Job(Greek()))
@@ -296,7 +297,7 @@ def test_letters_the_standard_fonts_lack_are_set_in_a_unicode_font(tmp_path, mon
     assert said == ["καλημέρα " + SENTENCES[0]]
     fonts = {c[1] for c in chars(out) if not c[0].isspace()}
     assert any("DejaVu" in name for name in fonts), fonts
-    monkeypatch.setattr(pdf, "_font_folders", lambda: [tmp_path])
+    monkeypatch.setattr(setting, "_font_folders", lambda: [tmp_path])
     with pytest.raises(UserError, match="install the DejaVu fonts"):
         pdf.translate_pdf(data, Job(Greek()))
 

@@ -1,0 +1,149 @@
+"""PDF files (.pdf, pypdfium2: PDFium, the engine of Chrome's PDF viewer). A PDF holds no
+paragraphs, only glyphs placed on pages; PDFium reads them in order as lines. Lines are joined
+into paragraphs here, each paragraph is translated whole with its bold, italic, colours and
+code carried by the markup path (as a Word paragraph's runs are), and the translation is set
+again in the paragraph's place: from its first line's start, wrapped at its column's edge,
+the font made smaller (to 70%) where the translation needs more room than the original had.
+
+A line is first cut where its text stands apart (columns, a table's cells, a contents line's
+dots). Lines belong to one paragraph where the second follows the first at one line's
+distance, in the same font size, starting where the first started (or where a first line's
+indent or list mark ends), and where the first line ended because the second's first word
+would not have fitted on it. A list mark (a bullet, "1.", "a)") stays where it was. A
+paragraph mostly in a monospaced font (a listing) is left as it is; so are rotated text,
+invisible text (a scanned page's recognised words, under its picture), text inside a reused
+drawing (a form XObject) and text in a font that does not say which letters it draws (they
+would be read as other letters), with everything sharing a drawing command with them.
+Numbers and signs (page numbers, a leader's dots) sharing one with translated text are drawn
+again where they were.
+
+The translation is set in the PDF standard fonts (Helvetica, Times, Courier, in their bold
+and italic) that every reader has, chosen by the original font's kind. They hold the Latin
+letters of Western European languages; a translation with other letters needs a Unicode font
+(DejaVu), embedded where found. Pictures, drawings, links and form fields stay as they are. A
+page whose content PDFium cannot write again as it drew it is left as it was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from ...errors import UserError, require
+from .. import Job, stretches
+from . import blocks, setting
+
+
+def translate_pdf(data: bytes, job: Job) -> bytes:
+    pdfium = require("pypdfium2", "PDF files", "documents")
+    import pypdfium2.raw as raw
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as err:
+        problem = ("it is encrypted with a password; save it without one"
+                   if getattr(err, "err_code", None) == raw.FPDF_ERR_PASSWORD
+                   else f"PDFium cannot read it ({err})")
+        raise UserError(f"not a PDF file that can be translated: {problem}") from None
+    try:
+        pages = [document[k] for k in range(len(document))]
+    except pdfium.PdfiumError as err:
+        raise UserError(f"not a PDF file that can be translated: PDFium cannot read one of "
+                        f"its pages ({err})") from None
+    # 1) each page's paragraphs, but those sharing a drawing command with text left alone
+    found: list[tuple[Any, blocks.Paragraph, blocks.Plan]] = []
+    signs: dict[int, list[blocks.Paragraph]] = {}  # by page: text without letters
+    for number, page in enumerate(pages, start=1):
+        textpage = page.get_textpage()
+        paragraphs, kept = blocks.page_paragraphs(textpage, page, raw, job, number)
+        textpage.close()
+        plans = {id(p): blocks.markup(p) for p in paragraphs}
+        signs[number] = [p for p in paragraphs if blocks.letterless(p)]
+        kept = kept.union(*(blocks.objects(p) for p in paragraphs
+                            if plans[id(p)] is None and not blocks.letterless(p)))
+        for paragraph in blocks.apart([p for p in paragraphs if plans[id(p)] is not None], kept):
+            found.append((page, paragraph, plans[id(paragraph)]))  # type: ignore[arg-type]
+    if not found:
+        job.warn("the PDF has no text that can be translated: no page holds lines of visible, "
+                 "upright text (a scanned page is a picture)")
+    # 2) all of them translated at once
+    translated = job.markup([plan.markup for _, _, plan in found]) if found else []
+    # 3) each page's text taken off and its translation set, links moved
+    writer = setting.Writer(document, raw)
+    drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
+    for number, page in enumerate(pages, start=1):
+        mine = [(paragraph, stretches(out), plan)
+                for (on, paragraph, plan), out in zip(found, translated) if on is page]
+        taken: set[int] = set().union(*(blocks.objects(p) for p, _, _ in mine))
+        # numbers and dots drawn by the same commands as translated text: drawn again as
+        # they were (a contents line's leader and page number)
+        redrawn = [p for p in signs[number] if blocks.objects(p) & taken]
+        gone = _remove(page, taken.union(*map(blocks.objects, redrawn)), raw)
+        linked: dict[int, list[setting.Box]] = {}
+        for paragraph, pieces, plan in mine:
+            for span, box in writer.set(page, paragraph, pieces, plan.styles):
+                if span in plan.links:
+                    linked.setdefault(plan.links[span], []).append(box)
+        for paragraph in redrawn:
+            writer.again(page, paragraph)
+        setting.relink(page, raw, linked)
+        if gone:
+            drawn[number - 1] = _picture(page)
+            raw.FPDFPage_GenerateContent(page.raw)
+        for obj in gone:
+            raw.FPDFPageObj_Destroy(obj)
+        page.close()
+    out = _saved(document)
+    writer.close()
+    # 4) PDFium writes a changed page's content again, and cannot write everything it reads
+    # (a calibrated colour space's fills come out black): a page whose written content draws
+    # otherwise than the page did in memory is left as it was
+    written = pdfium.PdfDocument(out)
+    lossy = [k for k, picture in drawn.items() if _differs(_picture(written[k]), picture)]
+    written.close()
+    if lossy:
+        original = pdfium.PdfDocument(data)
+        for k in lossy:
+            document.del_page(k)
+            document.import_pages(original, [k], index=k)
+        job.warn(f"page(s) {', '.join(str(k + 1) for k in lossy)} left as they were: PDFium "
+                 f"cannot write their drawings again as it drew them")
+        out = _saved(document)
+        original.close()
+    document.close()
+    return out
+
+
+def _saved(document) -> bytes:
+    import io
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def _picture(page):
+    """A page drawn at half of 72 dots an inch, in grey (a numpy array); None where PDFium
+    cannot draw it (a page of no size)."""
+    try:
+        return page.render(scale=0.5, grayscale=True).to_numpy().copy()
+    except Exception:  # pypdfium2 raises ValueError, PdfiumError
+        return None
+
+
+def _differs(a, b) -> bool:
+    """Whether two drawings of a page differ by more than anti-aliasing: more than 0.2% of
+    their dots by more than an eighth of the range (or cannot be compared)."""
+    import numpy as np
+    if a is None or b is None or a.shape != b.shape:
+        return True
+    return bool(np.mean(np.abs(a.astype(np.int16) - b.astype(np.int16)) > 32) > 0.002)
+
+
+def _remove(page, objects: set[int], raw) -> list:
+    """Takes the text objects at ``objects``' addresses off the page; returns them, to be
+    destroyed once nothing reads them."""
+    gone = []
+    for k in reversed(range(raw.FPDFPage_CountObjects(page.raw))):
+        obj = raw.FPDFPage_GetObject(page.raw, k)
+        if ctypes.addressof(obj.contents) in objects and raw.FPDFPage_RemoveObject(page.raw, obj):
+            gone.append(obj)
+    return gone

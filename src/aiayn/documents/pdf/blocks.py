@@ -1,0 +1,238 @@
+"""A PDF page's lines joined into paragraphs (where a typesetter's line breaking would have
+broken them), each measured for the room its translation has, and written as markup for the
+translator."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+
+from .. import Job, spanned
+from .glyphs import Line, Style, listing, read_lines
+
+# a list mark at a paragraph's start: a bullet, a number or letter and its stop
+_MARK = re.compile(r"[\u2022\u2023\u2043\u2219\u25aa\u25ab\u25cf\u25e6\u2013\u2014\-*\u00b7]|"
+                   r"\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]")
+
+
+@dataclass
+class Paragraph:
+    lines: list[Line]
+    mark: str = ""  # a list mark kept as it is
+    start: float = 0.0  # where the text after the mark begins on the first line
+    right: float = 0.0  # the right edge of its column
+    step: float = 0.0  # the distance between its lines
+    floor: float = 0.0  # how low its text may reach: the top of the next text below it
+    align: str = "left"  # "right" or "center" for a line set so (a running head, a title)
+
+    @property
+    def size(self) -> float:
+        return statistics.median(line.size for line in self.lines)
+
+
+@dataclass
+class Plan:
+    """A paragraph as the translator gets it: its markup, the styles its spans are numbered
+    by (the first its own), and the links among them (a span's number: the annotation's)."""
+
+    markup: str
+    styles: list[Style]
+    links: dict[int, int]
+
+
+def page_paragraphs(textpage, page, raw, job: Job,
+                number: int) -> tuple[list[Paragraph], set[int]]:
+    """The page's paragraphs of upright, visible text, and the text objects of the lines
+    left as they are."""
+    lines = read_lines(textpage.raw, page, raw)
+    unseen = sum(not line.plain for line in lines)
+    if unseen:
+        job.warn(f"page {number}: {unseen} line(s) left as they are: rotated, invisible, in a "
+                 f"reused drawing, or in a font that does not say which letters it draws")
+    # the distance between a paragraph's lines for each size: the least that recurs on the page
+    # (paragraphs and list items often lie further apart)
+    steps: dict[float, list[float]] = {}
+    for a, b in zip(lines, lines[1:]):
+        if a.size == b.size and 0.9 * a.size <= a.baseline - b.baseline <= 1.8 * a.size:
+            steps.setdefault(a.size, []).append(round(2 * (a.baseline - b.baseline)) / 2)
+    leading = {size: min((s for s in found if found.count(s) > 1), default=min(found))
+               for size, found in steps.items()}
+    paragraphs: list[Paragraph] = []
+    for line in lines:
+        if not line.plain:
+            continue
+        # the paragraph it goes on with: the last, or one of the few before it where PDFium
+        # reads the lines of columns side by side in turn
+        going = None if _MARK.match(line.text) else next(
+            (p for p in reversed(paragraphs[-4:]) if _continues(
+                p, line, _column(lines, p.lines[-1], line), leading.get(line.size))), None)
+        if going is not None:
+            going.lines.append(line)
+        else:
+            paragraphs.append(_with_mark(Paragraph([line])))
+    for paragraph in paragraphs:
+        _measure(paragraph, lines, leading, page.get_mediabox())
+    return paragraphs, {o for line in lines if not line.plain for o in line.objects}
+
+
+def _measure(paragraph: Paragraph, lines: list[Line], leading: dict[float, float],
+             box: tuple[float, float, float, float]) -> None:
+    """Finds the room a paragraph's translation has: its column's right edge (for a line
+    alone, up to the next text on its right, or the page's right margin, as wide as its
+    left one), and down to the next text below it (or two more lines where none is)."""
+    own, size = paragraph.lines, paragraph.size
+    steps = [a.baseline - b.baseline for a, b in zip(own, own[1:])]
+    paragraph.step = statistics.median(steps) if steps else leading.get(own[0].size, 1.2 * size)
+    paragraph.right = max(_column(lines, line, line) for line in own)
+    left, last = min(line.left for line in own), own[-1]
+    if len(own) == 1:  # a heading reaches the edge of the text below it, where that is wider
+        # the text's edges on the page (most lines' right edge: a listing may run past it)
+        rights = sorted(line.right for line in lines if line.plain and not listing(line))
+        edge = min(line.left for line in lines if line.plain)
+        end = rights[int(0.9 * (len(rights) - 1))] if rights else last.right
+        middle = (edge + end) / 2
+        band = [line for line in lines if line is not last and
+                line.baseline - line.size < last.baseline + size and
+                line.baseline + line.size > last.baseline - 0.3 * size]
+        # a line alone across the page is a running head or a title; one beside other text
+        # (a table's cell) is set from where it starts
+        if not band and last.right > end - 0.5 * size and last.left > middle:
+            paragraph.align = "right"
+        elif not band and abs((last.left + last.right) / 2 - middle) < 0.5 * size and \
+                last.left > edge + 2 * size:
+            paragraph.align = "center"
+        beside = [line.left for line in band if line.left > last.right]
+        paragraph.right = max(paragraph.right, min(beside) - 0.5 * size if beside
+                              else max(end, box[2] - (edge - box[0])))
+    below = [line.baseline + 0.75 * line.size for line in lines
+             if line.baseline < last.baseline - 0.5 * size and line.left < paragraph.right
+             and line.right > left]
+    paragraph.floor = max(below, default=last.baseline - 2 * paragraph.step - 0.75 * size)
+
+
+def _with_mark(paragraph: Paragraph) -> Paragraph:
+    first = paragraph.lines[0]
+    paragraph.start = first.left
+    match = _MARK.match(first.text)
+    if match and first.text[match.end():match.end() + 1].isspace() and \
+            first.text[match.end():].strip():
+        words = len(first.text) - len(first.text[match.end():].lstrip())
+        paragraph.mark, paragraph.start = first.text[:match.end()], first.starts[words]
+    return paragraph
+
+
+def _column(lines: list[Line], last: Line, line: Line) -> float:
+    """The right edge of the column of text ``last`` and ``line`` are in: the furthest right
+    that lines of their size near them end (within ten of its ems above or below), of those
+    starting within three ems of them, but listings (lines mostly monospaced, which run on
+    past the column)."""
+    size, left = line.size, min(last.left, line.left)
+    return max([last.right, line.right] + [
+        other.right for other in lines if abs(other.size - size) <= 0.05 * size and
+        left - 3 * size <= other.left <= max(last.left, line.left) + 3 * size and
+        line.baseline - 10 * size <= other.baseline <= last.baseline + 10 * size and
+        (listing(other) <= listing(line))])
+
+
+def _continues(paragraph: Paragraph, line: Line, right: float,
+               leading: float | None) -> bool:
+    """Whether ``line`` goes on with ``paragraph``: one line below its last (at the
+    paragraph's distance between lines, or the page's ``leading`` for its size), in its size,
+    at its left edge, after a line that ended because this one's first word would not fit
+    before ``right``, its column's edge."""
+    last, size = paragraph.lines[-1], paragraph.size
+    if abs(line.size - size) > 0.1 * size:
+        return False
+    step = last.baseline - line.baseline
+    steps = [a.baseline - b.baseline for a, b in zip(paragraph.lines, paragraph.lines[1:])]
+    expected = statistics.median(steps) if steps else leading
+    if not 0.9 * size <= step <= 1.8 * size or \
+            expected is not None and abs(step - expected) > 0.15 * size:
+        return False
+    left = paragraph.lines[1].left if len(paragraph.lines) > 1 else None
+    if left is not None:  # the paragraph's left edge is known
+        if abs(line.left - left) > 0.6 * size:
+            return False
+    elif not paragraph.start - 4 * size <= line.left <= paragraph.start + 0.6 * size:
+        return False  # neither under the first line's text nor left of its indent
+    space = next((k for k, c in enumerate(line.text) if c.isspace()), None)
+    word = (line.starts[space] if space is not None else line.right) - line.left
+    return right - last.right < word + 0.3 * size or last.text.rstrip().endswith("\u00ad")
+
+
+def markup(paragraph: Paragraph) -> Plan | None:
+    """The paragraph as markup for the translator, its lines joined (a word hyphenated at a
+    line's end whole again): stretches in another style than most of its text are spans
+    (monospaced ones code), and text under a link is a link. None for a listing (mostly
+    monospaced) and for text without letters."""
+    chars: list[tuple[str, Style, int]] = []
+    for k, line in enumerate(paragraph.lines):
+        text, styles, links = line.text, line.styles, line.links
+        if k == 0 and paragraph.mark:
+            skip = len(text) - len(text[len(paragraph.mark):].lstrip())
+            text, styles, links = text[skip:], styles[skip:], links[skip:]
+        if chars and chars[-1][0] == "\u00ad":
+            chars.pop()  # a word broken over two lines
+        elif chars:
+            chars.append((" ", chars[-1][1], -1))
+        text = text.rstrip()
+        chars.extend(zip(text, styles, links))
+    chars = [c for c in chars if c[0] != "\u00ad"]
+    if not any(c.isalpha() for c, _, _ in chars):
+        return None  # numbers, marks, a leader's dots
+    keys = [(s.kind, s.bold, s.italic, s.color) for _, s, _ in chars]
+    weight: dict[tuple, int] = {}
+    for (c, _, _), key in zip(chars, keys):
+        if not c.isspace():
+            weight[key] = weight.get(key, 0) + 1
+    own_key = max(weight, key=lambda k: (weight[k], not (k[1] or k[2])))
+    if own_key[0] == "mono":
+        return None  # a listing
+    plan = Plan("", [next(s for (_, s, _), key in zip(chars, keys) if key == own_key)], {})
+    # a run: characters of one format under one link; a space is in a run only between two
+    # characters of it
+    runs = [(key, link) for key, (_, _, link) in zip(keys, chars)]
+    solid = [k for k, (c, _, _) in enumerate(chars) if not c.isspace()]
+    for a, b in zip(solid, solid[1:]):
+        for k in range(a + 1, b):
+            runs[k] = runs[a] if runs[a] == runs[b] else (own_key, -1)
+    pieces, at = [], 0
+    while at < len(chars):
+        end = at
+        while end < len(chars) and runs[end] == runs[at] and (
+                chars[end][1] == chars[at][1] or runs[at] == (own_key, -1)):
+            end += 1
+        text = "".join(c for c, _, _ in chars[at:end])
+        (key, link), style = runs[at], chars[at][1]
+        if (key, link) == (own_key, -1):
+            pieces.append(spanned(text, None))
+        else:
+            plan.styles.append(style)
+            number = len(plan.styles) - 1
+            if link >= 0:
+                plan.links[number] = link
+            pieces.append(spanned(text, number, link=link >= 0, code=key[0] == "mono"))
+        at = end
+    plan.markup = "".join(pieces)
+    return plan
+
+
+def letterless(paragraph: Paragraph) -> bool:
+    """Whether a paragraph is only numbers and signs (a page number, a leader's dots)."""
+    return not any(c.isalpha() for line in paragraph.lines for c in line.text)
+
+
+def objects(paragraph: Paragraph) -> set[int]:
+    return {o for line in paragraph.lines for o in line.objects}
+
+
+def apart(chosen: list[Paragraph], kept: set[int]) -> list[Paragraph]:
+    """The paragraphs of ``chosen`` that share no drawing command with text left as it is
+    (``kept``: its text objects), nor with a paragraph that shares one."""
+    while True:
+        shared = [p for p in chosen if objects(p) & kept]
+        if not shared:
+            return chosen
+        chosen = [p for p in chosen if p not in shared]
+        kept = kept.union(*map(objects, shared))

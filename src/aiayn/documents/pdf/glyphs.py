@@ -1,0 +1,187 @@
+"""A PDF page's characters read as lines (PDFium's reading), each character with its style,
+place, the text object drawing it and the link over it; a line cut where its text stands
+apart."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import statistics
+from dataclasses import dataclass, field
+
+# a dot leader: four dots or more, spaced or not
+_LEADER = re.compile(r"\s*(?:\.\s*){4,}")
+# kinds of fonts by their names, TeX's Computer Modern among them (CMR10, CMBX12, CMTT10)
+_SERIF = re.compile(r"times|roman|nimbusrom|serif(?!.*sans)|georgia|garamond|cambria|palatino|"
+                    r"bookman|minion|century|baskerville|charter|utopia|"
+                    r"^cm(?:r|bx?|ti|sl|mi|csc|u)\d|^sf(?:rm|bx|ti|sl)", re.IGNORECASE)
+_MONO = re.compile(r"courier|mono|consolas|menlo|monaco|inconsolata|typewriter|nimbusmon|"
+                   r"lucida ?console|\bcode\b|^cm(?:sl|i)?tt|^sftt", re.IGNORECASE)
+_BOLD = re.compile(r"bold|black|heavy|demi|medi\b|-(?:b|bd|sb)\b|^cmbx?\d|^sfbx", re.IGNORECASE)
+_ITALIC = re.compile(r"italic|oblique|ital\b|-(?:i|it)\b|^cm(?:ti|sl|mi)|^sf(?:ti|sl)",
+                     re.IGNORECASE)
+# PDF font descriptor flags: FixedPitch, Serif, Italic, ForceBold
+_FIXED, _SERIF_FLAG, _ITALIC_FLAG, _BOLD_FLAG = 1, 2, 64, 1 << 18
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a stretch of text looks: its font's kind ("sans", "serif", "mono"), weight and
+    slant, size in points and fill colour (RGBA)."""
+
+    kind: str
+    bold: bool
+    italic: bool
+    size: float
+    color: tuple[int, int, int, int]
+
+
+Piece = tuple[Style, str, "int | None"]  # a stretch of a word: style, text, its span
+
+
+@dataclass
+class Line:
+    text: str = ""
+    styles: list[Style] = field(default_factory=list)  # one per character of ``text``
+    starts: list[float] = field(default_factory=list)  # each character's left edge
+    ends: list[float] = field(default_factory=list)  # and its right edge
+    owners: list[int] = field(default_factory=list)  # and the text object drawing it (0: none)
+    origins: list[float] = field(default_factory=list)  # and where it was drawn from
+    links: list[int] = field(default_factory=list)  # and the link over it (-1: none)
+    left: float = 0.0
+    right: float = 0.0
+    baseline: float = 0.0
+    size: float = 0.0
+    objects: set[int] = field(default_factory=set)  # the text objects drawing it
+    plain: bool = True  # upright and visible
+
+
+def read_lines(textpage, page, raw) -> list[Line]:
+    """The page's lines as PDFium reads them (it writes a generated line end between two),
+    each character with the link over it."""
+    areas = _link_areas(page, raw)
+    top_level = {ctypes.addressof(raw.FPDFPage_GetObject(page.raw, k).contents)
+                 for k in range(raw.FPDFPage_CountObjects(page.raw))}
+    name, flags = ctypes.create_string_buffer(256), ctypes.c_int()
+    x, y = ctypes.c_double(), ctypes.c_double()
+    box = [ctypes.c_double() for _ in range(4)]
+    rgba = [ctypes.c_uint() for _ in range(4)]
+    lines, line = [], Line()
+    fonts: dict[int, tuple[str, bool, bool, float]] = {}
+    matrix = raw.FS_MATRIX()
+    for index in range(raw.FPDFText_CountChars(textpage)):
+        code = raw.FPDFText_GetUnicode(textpage, index)
+        obj = raw.FPDFText_GetTextObject(textpage, index)
+        if 0xDC00 <= code < 0xE000 and line.text and "\ud800" <= line.text[-1] < "\udc00":
+            # the second half of a character beyond 16 bits (UTF-16's surrogates)
+            line.text = line.text[:-1] + chr(0x10000 + (ord(line.text[-1]) - 0xD800) * 0x400 +
+                                             code - 0xDC00)
+            continue
+        char = chr(code) if 0 <= code < 0x110000 else "\ufffd"
+        if char in "\r\n" and not obj:
+            if line.text.strip():
+                lines.append(line)
+            line = Line()
+            continue
+        raw.FPDFText_GetCharOrigin(textpage, index, x, y)
+        raw.FPDFText_GetCharBox(textpage, index, *box)
+        address = ctypes.addressof(obj.contents) if obj else 0
+        if obj:
+            line.objects.add(address)
+            if address not in top_level or raw.FPDFText_GetCharAngle(textpage, index) or \
+                    raw.FPDFTextObj_GetTextRenderMode(obj) == raw.FPDF_TEXTRENDERMODE_INVISIBLE \
+                    or raw.FPDFText_HasUnicodeMapError(textpage, index) == 1:
+                line.plain = False  # (the last: a font that does not say what it draws)
+            if address not in fonts:
+                raw.FPDFText_GetMatrix(textpage, index, matrix)
+                fonts[address] = (*_font_style(textpage, index, raw, name, flags),
+                                  abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5)
+            kind, bold, italic, scale = fonts[address]
+            raw.FPDFText_GetFillColor(textpage, index, *rgba)
+            # the size on the page: the font's size, times what the drawing scales it by
+            size = raw.FPDFText_GetFontSize(textpage, index) * scale
+            style = Style(kind, bold, italic, round(size, 1),
+                           tuple(v.value for v in rgba))  # type: ignore[arg-type]
+        else:  # a space PDFium puts between words
+            style = line.styles[-1] if line.styles else None  # type: ignore[assignment]
+        if style is None:
+            continue
+        if raw.FPDFText_IsHyphen(textpage, index):
+            char = "\u00ad"  # a hyphen breaking a word at the line's end
+        if not line.text:
+            line.left, line.baseline = box[0].value, y.value
+        line.text += char
+        line.styles.append(style)
+        line.starts.append(box[0].value)
+        line.ends.append(box[1].value)
+        line.owners.append(address)
+        line.origins.append(x.value)
+        middle = ((box[0].value + box[1].value) / 2, (box[2].value + box[3].value) / 2)
+        line.links.append(next((k for k, left, bottom, right, top in areas
+                                if left <= middle[0] <= right and bottom <= middle[1] <= top),
+                               line.links[-1] if not obj and line.links else -1))
+        line.right = max(line.right, box[1].value)
+    if line.text.strip():
+        lines.append(line)
+    for line in lines:  # half a character, its other half missing
+        line.text = re.sub("[\ud800-\udfff]", "\ufffd", line.text)
+    lines = [part for line in lines for part in _parts(line)]
+    for line in lines:
+        line.size = statistics.median(s.size for s, c in zip(line.styles, line.text)
+                                      if not c.isspace()) if line.text.strip() else 0
+    return lines
+
+
+def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, bool, bool]:
+    raw.FPDFText_GetFontInfo(textpage, index, name_buffer, len(name_buffer), flags)
+    name = name_buffer.value.decode("latin-1").split("+")[-1]
+    kind = "mono" if flags.value & _FIXED or _MONO.search(name) else \
+        "serif" if flags.value & _SERIF_FLAG or _SERIF.search(name) else "sans"
+    bold = bool(flags.value & _BOLD_FLAG or _BOLD.search(name))  # weights are unreliable
+    return kind, bold, bool(flags.value & _ITALIC_FLAG or _ITALIC.search(name))
+
+
+def _link_areas(page, raw) -> list[tuple[int, float, float, float, float]]:
+    """The page's links: each annotation's number and its rectangle (left, bottom, right,
+    top)."""
+    areas, rect = [], raw.FS_RECTF()
+    for k in range(raw.FPDFPage_GetAnnotCount(page.raw)):
+        annotation = raw.FPDFPage_GetAnnot(page.raw, k)
+        if raw.FPDFAnnot_GetSubtype(annotation) == raw.FPDF_ANNOT_LINK and \
+                raw.FPDFAnnot_GetRect(annotation, rect):
+            areas.append((k, min(rect.left, rect.right), min(rect.bottom, rect.top),
+                          max(rect.left, rect.right), max(rect.bottom, rect.top)))
+        raw.FPDFPage_CloseAnnot(annotation)
+    return areas
+
+
+def _parts(line: Line, wide: bool = True) -> list[Line]:
+    """A line cut where its text stands apart: before a dot leader (a table of contents'
+    dots up to a page's number), at a gap between words wider than two of its ems (columns,
+    the cells of a table drawn without lines, a tab), and then in each part at a gap wider
+    than one em and four times the part's usual space (``wide``: the first pass)."""
+    size = statistics.median(s.size for s in line.styles) if line.styles else 0.0
+    solid = [k for k, c in enumerate(line.text) if not c.isspace()]
+    gaps = {b: line.starts[b] - line.ends[a] for a, b in zip(solid, solid[1:])}
+    if wide:
+        cuts = {m.start() for m in _LEADER.finditer(line.text) if m.start() > 0}
+        cuts |= {b for b, gap in gaps.items() if gap > 2 * size}
+    else:
+        words = sorted(gap for gap in gaps.values() if gap > 0.1 * size)  # between words
+        usual = words[len(words) // 2] if words else size
+        cuts = {b for b, gap in gaps.items() if gap > size and gap > 4 * usual}
+    parts = []
+    for a, b in zip([0, *sorted(cuts)], [*sorted(cuts), len(line.text)]):
+        k = a + len(line.text[a:b]) - len(line.text[a:b].lstrip())
+        if line.text[k:b].strip():
+            parts.append(Line(line.text[k:b], line.styles[k:b], line.starts[k:b],
+                               line.ends[k:b], line.owners[k:b], line.origins[k:b],
+                               line.links[k:b], line.starts[k], max(line.ends[k:b]),
+                               line.baseline, 0.0,
+                               {o for o in line.owners[k:b] if o}, line.plain))
+    return [piece for part in parts for piece in _parts(part, False)] if wide else parts
+
+
+def listing(line: Line) -> bool:
+    """Whether a line is mostly monospaced."""
+    return 2 * sum(s.kind == "mono" for s in line.styles) > len(line.styles)

@@ -1,0 +1,241 @@
+"""Translated paragraphs set on a PDF page: in the PDF standard fonts (or DejaVu, embedded, for
+letters they lack), wrapped at the paragraph's column, made smaller until they fit, and their
+links moved over the words they became."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from pathlib import Path
+from typing import Any
+
+from ...errors import UserError
+from .blocks import Paragraph
+from .glyphs import Style
+
+_STANDARD = {("sans", False, False): "Helvetica", ("sans", True, False): "Helvetica-Bold",
+             ("sans", False, True): "Helvetica-Oblique",
+             ("sans", True, True): "Helvetica-BoldOblique",
+             ("serif", False, False): "Times-Roman", ("serif", True, False): "Times-Bold",
+             ("serif", False, True): "Times-Italic", ("serif", True, True): "Times-BoldItalic",
+             ("mono", False, False): "Courier", ("mono", True, False): "Courier-Bold",
+             ("mono", False, True): "Courier-Oblique", ("mono", True, True): "Courier-BoldOblique"}
+# Unicode fonts for letters the standard fonts lack, by kind: Debian's fonts-dejavu-core and
+# matplotlib's copy
+_DEJAVU = {"sans": "DejaVuSans", "serif": "DejaVuSerif", "mono": "DejaVuSansMono"}
+_SHAPES = {(False, False): "", (True, False): "-Bold", (False, True): "-Oblique",
+           (True, True): "-BoldOblique"}
+_SMALLEST = 0.7  # the least a paragraph's font is made smaller to fit its translation
+Box = tuple[float, float, float, float]  # left, bottom, right, top
+Piece = tuple[Style, str, "int | None"]  # a stretch of a word: style, text, its span
+
+
+class Writer:
+    """Sets translated paragraphs on pages in the standard fonts (or a Unicode font)."""
+
+    def __init__(self, document, raw) -> None:
+        self.document, self.raw = document, raw
+        self.fonts: dict[tuple[str, bool, bool], Any] = {}
+        self.buffers: list[Any] = []
+        self.widths: dict[tuple[str, bool, bool, str], float] = {}
+
+    def font(self, kind: str, bold: bool, italic: bool, text: str):
+        unicode = not _latin(text)
+        key = (kind + ("+" if unicode else ""), bold, italic)
+        if key not in self.fonts:
+            if unicode:
+                data = _unicode_font(kind, bold, italic)
+                buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+                font = self.raw.FPDFText_LoadFont(self.document.raw, buffer, len(data),
+                                                  self.raw.FPDF_FONT_TRUETYPE, True)
+                self.buffers.append(buffer)  # PDFium reads it until the document is saved
+            else:
+                font = self.raw.FPDFText_LoadStandardFont(
+                    self.document.raw, _STANDARD[(kind, bold, italic)].encode())
+            self.fonts[key] = font
+        return self.fonts[key]
+
+    def text_object(self, font, text: str, size: float):
+        obj = self.raw.FPDFPageObj_CreateTextObj(self.document.raw, font, size)
+        encoded = (text + "\0").encode("utf-16-le")
+        chars = (ctypes.c_ushort * (len(encoded) // 2)).from_buffer_copy(encoded)
+        self.raw.FPDFText_SetText(obj, chars)
+        return obj
+
+    def width(self, style: Style, text: str, size: float) -> float:
+        key = (style.kind, style.bold, style.italic, text)
+        if key not in self.widths:
+            font = self.font(style.kind, style.bold, style.italic, text)
+            # a word's advance: the right edge of "word|" less that of "|"
+            edges = []
+            for probe in (text + "|", "|"):
+                obj = self.text_object(font, probe, 100.0)
+                box = [ctypes.c_float() for _ in range(4)]
+                self.raw.FPDFPageObj_GetBounds(obj, *box)
+                edges.append(box[2].value)
+                self.raw.FPDFPageObj_Destroy(obj)
+            self.widths[key] = (edges[0] - edges[1]) / 100.0
+        return self.widths[key] * size
+
+    def set(self, page, paragraph: Paragraph, translated: list[tuple[str, int | None]],
+            styles: list[Style]) -> list[tuple[int | None, Box]]:
+        """Sets a paragraph's translation in its place: from where its text began, wrapped at
+        its column's edge, made smaller (to ``_SMALLEST``) until it ends above the next text
+        below it. Returns the box of each piece set, by the number of its span."""
+        lines = paragraph.lines
+        left = lines[1].left if len(lines) > 1 else paragraph.start
+        boxes = []
+        if paragraph.mark:
+            boxes += self.place(page, [(lines[0].left, lines[0].styles[0], paragraph.mark,
+                                        None)], lines[0].baseline)
+        words, scale = _words(translated, styles), 1.0
+        if paragraph.align != "left":  # one line, ending or centred where it was
+            return boxes + self.aligned(page, paragraph, words)
+        while len(lines) == 1:  # a line stays one while it can
+            laid = self.lay(words, scale, paragraph.start, left, paragraph.right)
+            if len(laid) <= 1 or scale <= _SMALLEST + 1e-6:
+                break
+            scale = max(_SMALLEST, scale - 0.05)
+        if len(lines) == 1 and len(laid) <= 1:
+            return boxes + self.place(page, laid[0] if laid else [], lines[0].baseline, scale)
+        scale = 1.0
+        while True:
+            laid = self.lay(words, scale, paragraph.start, left, paragraph.right)
+            step = paragraph.step * scale
+            bottom = lines[0].baseline - (len(laid) - 1) * step - 0.2 * paragraph.size * scale
+            if bottom >= paragraph.floor - 0.5 or scale <= _SMALLEST + 1e-6:
+                break
+            scale = max(_SMALLEST, scale - 0.05)
+        for k, row in enumerate(laid):
+            boxes += self.place(page, row, lines[0].baseline - k * step, scale)
+        return boxes
+
+    def again(self, page, paragraph: Paragraph) -> None:
+        """Draws a paragraph's characters again where they were, each in its style."""
+        for line in paragraph.lines:
+            self.place(page, [(x, style, c, None) for c, style, x in
+                              zip(line.text, line.styles, line.origins) if not c.isspace()],
+                       line.baseline)
+
+    def aligned(self, page, paragraph: Paragraph,
+                words: list[list[Piece]]) -> list[tuple[int | None, Box]]:
+        """Sets a right-aligned or centred line on one line, ending or centred where the
+        original did, half as wide again at most before it is made smaller."""
+        line = paragraph.lines[0]
+        laid = self.lay(words, 1.0, 0.0, 0.0, float("inf"))[0] if words else []
+        width = max((x + self.width(st, t, st.size) for x, st, t, _ in laid), default=0.0)
+        scale = max(_SMALLEST, min(1.0, 1.5 * (line.right - line.left) / max(width, 1e-6)))
+        start = line.right - width * scale if paragraph.align == "right" else \
+            (line.left + line.right - width * scale) / 2
+        return self.place(page, [(start + x * scale, st, t, n) for x, st, t, n in laid],
+                          line.baseline, scale)
+
+    def lay(self, words: list[list[Piece]], scale: float, start: float, left: float,
+            right: float) -> list[list[tuple[float, Style, str, int | None]]]:
+        """Words (each a list of its pieces: style, text, span), their sizes times
+        ``scale``, broken into lines at ``right``: each line as its pieces' (x, style, text,
+        span)."""
+        rows: list[list[tuple[float, Style, str, int | None]]] = [[]]
+        x = start
+        for word in words:
+            widths = [self.width(s, t, s.size * scale) for s, t, _ in word]
+            space = self.width(word[0][0], " ", word[0][0].size * scale) if rows[-1] else 0.0
+            if rows[-1] and x + space + sum(widths) > right + 0.5:
+                rows.append([])
+                x, space = left, 0.0
+            x += space
+            for (style, text, span), w in zip(word, widths):
+                rows[-1].append((x, style, text, span))
+                x += w
+        return [row for row in rows if row]
+
+    def place(self, page, row: list[tuple[float, Style, str, int | None]], baseline: float,
+              scale: float = 1.0) -> list[tuple[int | None, Box]]:
+        boxes = []
+        for x, style, text, span in row:
+            font = self.font(style.kind, style.bold, style.italic, text)
+            size = style.size * scale
+            obj = self.text_object(font, text, size)
+            self.raw.FPDFPageObj_SetFillColor(obj, *style.color)
+            self.raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, baseline)
+            self.raw.FPDFPage_InsertObject(page.raw, obj)
+            boxes.append((span, (x, baseline - 0.25 * size,
+                                 x + self.width(style, text, size), baseline + 0.85 * size)))
+        return boxes
+
+    def close(self) -> None:
+        for font in self.fonts.values():
+            self.raw.FPDFFont_Close(font)
+
+
+def _words(translated: list[tuple[str, int | None]],
+           styles: list[Style]) -> list[list[Piece]]:
+    """The translation's words, each as its pieces (style, text, the number of its span; a
+    word can change style within it: a note's number after it)."""
+    words: list[list[Piece]] = []
+    joined = True  # the next piece goes on the last word
+    for text, number in translated:
+        style = styles[number] if number is not None and number < len(styles) else styles[0]
+        for token in re.findall(r"\s+|\S+", text):
+            if token.isspace():
+                joined = False
+            elif joined and words:
+                words[-1].append((style, token, number))
+            else:
+                words.append([(style, token, number)])
+                joined = True
+    return words
+
+
+def relink(page, raw, linked: dict[int, list[Box]]) -> None:
+    """Moves each link (by its annotation's number) over the boxes of its translated words:
+    its rectangle around them all, and an area (QuadPoints) for each line they are on."""
+    for number, boxes in linked.items():
+        annotation = raw.FPDFPage_GetAnnot(page.raw, number)
+        rows: dict[float, list[Box]] = {}
+        for box in boxes:
+            rows.setdefault(round(box[1], 1), []).append(box)
+        areas = [(min(b[0] for b in row), min(b[1] for b in row), max(b[2] for b in row),
+                  max(b[3] for b in row)) for row in rows.values()]
+        rect = raw.FS_RECTF(min(a[0] for a in areas), max(a[3] for a in areas),
+                            max(a[2] for a in areas), min(a[1] for a in areas))
+        raw.FPDFAnnot_SetRect(annotation, rect)
+        if raw.FPDFAnnot_HasAttachmentPoints(annotation):
+            count = raw.FPDFAnnot_CountAttachmentPoints(annotation)
+            for k, (left, bottom, right, top) in enumerate(areas):
+                quad = raw.FS_QUADPOINTSF(left, top, right, top, left, bottom, right, bottom)
+                if k < count:
+                    raw.FPDFAnnot_SetAttachmentPoints(annotation, k, quad)
+                else:
+                    raw.FPDFAnnot_AppendAttachmentPoints(annotation, quad)
+        raw.FPDFPage_CloseAnnot(annotation)
+
+
+def _latin(text: str) -> bool:
+    """Whether the standard fonts (WinAnsi's characters) can write ``text``."""
+    try:
+        text.encode("cp1252")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _font_folders() -> list[Path]:
+    """Where DejaVu's fonts may be: Debian's fonts-dejavu-core, and matplotlib's copy."""
+    import importlib.util
+    folders = [Path("/usr/share/fonts/truetype/dejavu")]
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is not None and spec.origin:
+        folders.append(Path(spec.origin).parent / "mpl-data" / "fonts" / "ttf")
+    return folders
+
+
+def _unicode_font(kind: str, bold: bool, italic: bool) -> bytes:
+    """DejaVu's font of a kind and shape (or its regular shape), as bytes."""
+    for folder in _font_folders():
+        for name in (_DEJAVU[kind] + _SHAPES[(bold, italic)], _DEJAVU[kind]):
+            if (folder / f"{name}.ttf").is_file():
+                return (folder / f"{name}.ttf").read_bytes()
+    raise UserError("the translation has letters the PDF standard fonts lack, and no Unicode "
+                    "font was found to set them in; install the DejaVu fonts "
+                    "(apt-get install fonts-dejavu-core)")
