@@ -18,6 +18,8 @@ _MARK = re.compile(r"[\u2022\u2023\u2043\u2219\u25aa\u25ab\u25cf\u25e6\u2013\u20
 
 @dataclass
 class Paragraph:
+    """Lines of a page read as one paragraph, and the room its translation has."""
+
     lines: list[Line]
     mark: str = ""  # a list mark kept as it is
     start: float = 0.0  # where the text after the mark begins on the first line
@@ -42,7 +44,7 @@ class Plan:
 
 
 def page_paragraphs(textpage, page, raw, job: Job,
-                number: int) -> tuple[list[Paragraph], set[int]]:
+                    number: int) -> tuple[list[Paragraph], set[int]]:
     """The page's paragraphs of upright, visible text, and the text objects of the lines
     left as they are."""
     lines = read_lines(textpage.raw, page, raw)
