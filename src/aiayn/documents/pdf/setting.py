@@ -40,6 +40,8 @@ class Writer:
         self.widths: dict[tuple[str, bool, bool, str], float] = {}
 
     def font(self, kind: str, bold: bool, italic: bool, text: str):
+        """The font ``text`` is set in: the standard font of its kind and shape, or DejaVu's
+        (embedded) where it has letters WinAnsi lacks; loaded once."""
         unicode = not _latin(text)
         key = (kind + ("+" if unicode else ""), bold, italic)
         if key not in self.fonts:
@@ -56,6 +58,7 @@ class Writer:
         return self.fonts[key]
 
     def text_object(self, font, text: str, size: float):
+        """A new text object of ``text`` in ``font`` at ``size``, not yet on a page."""
         obj = self.raw.FPDFPageObj_CreateTextObj(self.document.raw, font, size)
         encoded = (text + "\0").encode("utf-16-le")
         chars = (ctypes.c_ushort * (len(encoded) // 2)).from_buffer_copy(encoded)
@@ -63,6 +66,8 @@ class Writer:
         return obj
 
     def width(self, style: Style, text: str, size: float) -> float:
+        """How far ``text`` in ``style``'s font at ``size`` advances (measured once at 100
+        points)."""
         key = (style.kind, style.bold, style.italic, text)
         if key not in self.widths:
             font = self.font(style.kind, style.bold, style.italic, text)
@@ -151,6 +156,8 @@ class Writer:
 
     def place(self, page, row: list[tuple[float, Style, str, int | None]], baseline: float,
               scale: float = 1.0) -> list[tuple[int | None, Box]]:
+        """Draws a line's pieces (x, style, text, span) on the page at ``baseline``, their
+        sizes times ``scale``; returns each piece's span and box."""
         boxes = []
         for x, style, text, span in row:
             font = self.font(style.kind, style.bold, style.italic, text)
