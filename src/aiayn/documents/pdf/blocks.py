@@ -8,7 +8,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from .. import Job, spanned
+from .. import Job, prevailing, spanned
 from .glyphs import Line, Style, listing, read_lines
 
 # a list mark at a paragraph's start: a bullet, a number or letter and its stop
@@ -184,14 +184,11 @@ def markup(paragraph: Paragraph) -> Plan | None:
     if not any(c.isalpha() for c, _, _ in chars):
         return None  # numbers, marks, a leader's dots
     keys = [(s.kind, s.bold, s.italic, s.color) for _, s, _ in chars]
-    weight: dict[tuple, int] = {}
-    for (c, _, _), key in zip(chars, keys):
-        if not c.isspace():
-            weight[key] = weight.get(key, 0) + 1
-    own_key = max(weight, key=lambda k: (weight[k], not (k[1] or k[2])))
+    own_key, own = prevailing((key, 1, s) for (c, s, _), key in zip(chars, keys)
+                              if not c.isspace())  # type: ignore[misc]
     if own_key[0] == "mono":
         return None  # a listing
-    plan = Plan("", [next(s for (_, s, _), key in zip(chars, keys) if key == own_key)], {})
+    plan = Plan("", [own], {})
     # a run: characters of one format under one link; a space is in a run only between two
     # characters of it
     runs = [(key, link) for key, (_, _, link) in zip(keys, chars)]

@@ -9,14 +9,16 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from .. import monospaced
+
 # a dot leader: four dots or more, spaced or not
 _LEADER = re.compile(r"\s*(?:\.\s*){4,}")
 # kinds of fonts by their names, TeX's Computer Modern among them (CMR10, CMBX12, CMTT10)
 _SERIF = re.compile(r"times|roman|nimbusrom|serif(?!.*sans)|georgia|garamond|cambria|palatino|"
                     r"bookman|minion|century|baskerville|charter|utopia|"
                     r"^cm(?:r|bx?|ti|sl|mi|csc|u)\d|^sf(?:rm|bx|ti|sl)", re.IGNORECASE)
-_MONO = re.compile(r"courier|mono|consolas|menlo|monaco|inconsolata|typewriter|nimbusmon|"
-                   r"lucida ?console|\bcode\b|^cm(?:sl|i)?tt|^sftt", re.IGNORECASE)
+# (beside ``documents.monospaced``'s names: PostScript names run a family's words together)
+_MONO = re.compile(r"mono|typewriter|nimbusmon|^cm(?:sl|i)?tt|^sftt", re.IGNORECASE)
 _BOLD = re.compile(r"bold|black|heavy|demi|medi\b|-(?:b|bd|sb)\b|^cmbx?\d|^sfbx", re.IGNORECASE)
 _ITALIC = re.compile(r"italic|oblique|ital\b|-(?:i|it)\b|^cm(?:ti|sl|mi)|^sf(?:ti|sl)",
                      re.IGNORECASE)
@@ -135,7 +137,7 @@ def read_lines(textpage, page, raw) -> list[Line]:
 def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, bool, bool]:
     raw.FPDFText_GetFontInfo(textpage, index, name_buffer, len(name_buffer), flags)
     name = name_buffer.value.decode("latin-1").split("+")[-1]
-    kind = "mono" if flags.value & _FIXED or _MONO.search(name) else \
+    kind = "mono" if flags.value & _FIXED or monospaced(name) or _MONO.search(name) else \
         "serif" if flags.value & _SERIF_FLAG or _SERIF.search(name) else "sans"
     bold = bool(flags.value & _BOLD_FLAG or _BOLD.search(name))  # weights are unreliable
     return kind, bold, bool(flags.value & _ITALIC_FLAG or _ITALIC.search(name))
