@@ -266,3 +266,12 @@ def test_an_unwritable_output_is_one_line_before_any_work(world, capsys, monkeyp
     assert err.startswith("aiayn: error: ") and len(err.splitlines()) == 1, err
     assert "locked is not writable" in err, err
     assert snapshot(world) == before and not any(locked.iterdir())
+
+
+def test_stdin_not_in_utf8_is_one_line_naming_its_line(world, capsys, monkeypatch):
+    import io
+    import sys
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"alpha\nb\xe9ta\n")))
+    assert main(["translate", "--checkpoint", str(world / "ckpt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "aiayn: error: stdin: line 2 is not valid UTF-8; convert the file to UTF-8"

@@ -87,10 +87,13 @@ def read_document(path: str | None, kind: str = "text", flag: str = ""
                   ) -> tuple[str, Charset | None]:
     """A file whole and the encoding to write its translation in (``data.charset``: by its
     byte order mark, or what an HTML or XML ``kind`` of file declares, else UTF-8); stdin
-    (None) as it comes, with none."""
-    if path is None:
-        return sys.stdin.read(), None
+    (None) read the same way from its bytes, so that bytes not in the encoding are one line
+    naming their line, not characters the tokenizer cannot take."""
     from ..data import charset
+    if path is None:
+        if not hasattr(sys.stdin, "buffer"):  # already text (an embedding program's stream)
+            return sys.stdin.read(), None
+        return charset.read(sys.stdin.buffer.read(), "stdin", kind)
     p = input_file(path, flag)
     return charset.read(p.read_bytes(), f"{flag} {p}" if flag else str(p), kind)
 
