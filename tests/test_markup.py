@@ -249,6 +249,22 @@ def test_a_span_after_the_sentence_s_trailing_space_is_placed_at_its_end():
     assert out == "Staat<span></span>"
 
 
+def test_a_picture_keeps_its_place_at_a_sentence_s_edge_and_the_space_around_it():
+    """A picture after every word stays after the translation, not after the target of the
+    last source word (German puts the verb last); the space the source had around a picture
+    stays, where the sentences' collapsed text no longer has it."""
+    # "open the file menu." -> "das Dateimenü öffnen.": "menu." links to "Dateimenü."
+    links = {0: [(0, 2), (1, 0), (2, 1), (3, 1)]}
+    for html, end in (('<p>open the file menu. <img src="x"></p>', '. <img src="x"></p>'),
+                      ('<p>open the file menu.<img src="x"></p>', '.<img src="x"></p>')):
+        doc = Document(html, "html")
+        assert doc.render(["das Dateimenü öffnen."], links).endswith("öffnen" + end)
+    doc = Document('<p>Open it. <img src="x"> Then close it.</p>', "html")
+    assert doc.sources == ["Open it.", "Then close it."]
+    assert doc.render(["Öffnen.", "Dann schließen."], {1: [(0, 0), (1, 1), (2, 1)]}) == \
+        '<p>Öffnen. <img src="x"> Dann schließen.</p>'
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_any_alignment_gives_well_formed_output_with_the_source_tags(data):

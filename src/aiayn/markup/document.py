@@ -177,20 +177,31 @@ class Document:
             return
         text: list[str] = []  # the segment's text, whitespace collapsed
         length = 0
+        points: list[Span] = []  # spans over no text, the whitespace after them not yet seen
 
         def append(piece: str) -> None:
             nonlocal length
+            if piece:
+                for point in points:
+                    point.spaces = (bool(point.spaces and point.spaces[0]),
+                                    piece[0] in " \t\n\r\f")
+                points.clear()
             piece = _SPACE.sub(" ", piece)
             if piece.startswith(" ") and (not text or text[-1].endswith(" ")):
                 piece = piece[1:]
             text.append(piece)
             length += len(piece)
 
+        def point(span: Span) -> Span:
+            span.spaces = (bool(text) and text[-1].endswith(" "), False)
+            points.append(span)
+            return span
+
         def add(node: Node, into: list[Span]) -> None:
             if isinstance(node, Text):
                 append(node.text)
             elif isinstance(node, Other):
-                into.append(Span(length, length, keep=node.raw))
+                into.append(point(Span(length, length, keep=node.raw)))
             elif self._kept(node):
                 start = length
                 append(node.text())
@@ -200,7 +211,7 @@ class Document:
                 for child in node.children:
                     add(child, span.children)
                 span.end = length
-                into.append(span)
+                into.append(point(span) if span.end == span.start else span)
 
         spans: list[Span] = []
         for node in run:

@@ -11,7 +11,8 @@ earlier ends), so the output is always well-formed with exactly the source's tag
 whose words have no aligned target word goes around the target words that attend to them most
 (``fallback``), so that a link or a bold word never ends up around nothing; a span over no
 word (an image, a comment), and one without fallback links, goes to the point after the target
-words of the source word before it.
+words of the source word before it (after the whole translation where it follows every source
+word).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Span:
             code, ``translate="no"``, a comment).
         children: the spans inside this one, in source order.
         tag: the caller's own record of the element (its start tag written at the end).
+        spaces: for a span over no text, whether whitespace stood before and after it in
+            the source, where the sentence's collapsed text no longer says (None: read the
+            sentence).
     """
 
     start: int
@@ -43,10 +47,11 @@ class Span:
     keep: str | None = None
     children: list["Span"] = field(default_factory=list)
     tag: object = None
+    spaces: tuple[bool, bool] | None = None
 
     def shifted(self, offset: int) -> "Span":
         return Span(self.start - offset, self.end - offset, self.open, self.close, self.keep,
-                    [c.shifted(offset) for c in self.children], self.tag)
+                    [c.shifted(offset) for c in self.children], self.tag, self.spaces)
 
 
 def words(text: str) -> list[tuple[int, int]]:
@@ -96,8 +101,12 @@ def place(source: str, spans: list[Span], translation: str,
     targets, second = by_source(links), by_source(fallback)
 
     def point(start: int) -> int:
-        """The target position after the aligned words of the source word before ``start``."""
+        """The target position after the aligned words of the source word before ``start``;
+        after every word where it is after every source word (a picture after a sentence's
+        full stop stays after the translation's)."""
         before = [i for i, (_, e) in enumerate(src_words) if e <= start]
+        if src_words and len(before) == len(src_words):
+            return len(tgt_words)
         for i in reversed(before):
             if i in targets:
                 return max(targets[i]) + 1
@@ -175,6 +184,8 @@ def place(source: str, spans: list[Span], translation: str,
     def glued(span: Span) -> tuple[bool, bool]:
         """Whether a span over no word touches the text before / after it in the source (one
         at the sentence's end, after its trailing space, touches nothing after it)."""
+        if span.spaces is not None:
+            return not span.spaces[0], not span.spaces[1]
         start, end = min(span.start, len(source)), min(span.end, len(source))
         return (start > 0 and not source[start - 1].isspace(),
                 end < len(source) and not source[end].isspace())
