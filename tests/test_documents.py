@@ -1142,23 +1142,28 @@ XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
 def test_markdown_keeps_its_structure_formatting_links_and_code(toy_model, translator,
                                                                 tmp_path):
     """A Markdown page: headings, paragraphs, list items, quotes and table cells translated
-    whole; strong, emphasis and links carried onto their words; code spans, code blocks, HTML
-    blocks, footnote references and the front matter kept as written; a reference link named
-    by its own text still finds its reference. mistletoe's HTML renderer reads it back."""
+    whole; strong, emphasis and links carried onto their words; HTML blocks through the HTML
+    path; pictures' descriptions and links' titles translated; code spans, code blocks,
+    footnote references, the front matter and what translate-toolkit's markers leave out kept
+    as written; a reference link named by its own text still finds its reference. mistletoe's
+    HTML renderer reads it back."""
+    import html
     import re
 
     import mistletoe
     words = SENTENCES[1].split()
     page = (f"---\ntitle: {SENTENCES[7]}\n---\n"
             f"# {SENTENCES[0]}\n\n"
-            f"{' '.join(words[:3])} **{words[3]}** [{words[4]}](https://example.org/ \"t\") "
-            f"*{words[5]}* {words[6]}\n\n"
+            f"{' '.join(words[:3])} **{words[3]}** [{words[4]}](https://example.org/ "
+            f"\"{SENTENCES[5]} \\\"{words[0]}\\\"\") *{words[5]}* {words[6]}\n\n"
+            f"![{SENTENCES[4]}](picture.png)\n\n"
             f"- {SENTENCES[2]}\n- `make install` [{SENTENCES[3]}][][^1]\n\n"
             f"> {SENTENCES[4]}\n\n"
             f"| a |\n|---|\n| {SENTENCES[5]} |\n\n"
             f"```sh\n{SENTENCES[6]}\n```\n\n"
             f"<div>{SENTENCES[6]}</div>\n\n"
-            f"[{SENTENCES[3]}]: https://example.org/install\n"
+            f"<!-- translate:off -->\n\n{SENTENCES[7]}\n\n<!-- translate:on -->\n\n"
+            f"[{SENTENCES[3]}]: https://example.org/install \"{SENTENCES[0]}\"\n"
             f"[^1]: {SENTENCES[2]}\n")
     path = tmp_path / "in.md"
     path.write_text(page, encoding="utf-8")
@@ -1173,17 +1178,38 @@ def test_markdown_keeps_its_structure_formatting_links_and_code(toy_model, trans
     paragraph = re.search(r"<p>(.*?)</p>", rendered).group(1)
     assert text(paragraph) == t[1]
     assert paragraph.count("<strong>") == paragraph.count("<em>") == 1
-    assert '<a href="https://example.org/" title="t">' in paragraph
+    quoted = SENTENCES[5] + ' "' + words[0] + '"'  # its quotes escaped in the title
+    title = html.escape(translator.translate([quoted])[0])
+    assert f'<a href="https://example.org/" title="{title}">' in paragraph
+    assert f'<img src="picture.png" alt="{t[4]}" />' in rendered
     items = re.findall(r"<li>(.*?)</li>", rendered, re.DOTALL)
     assert text(items[0]) == t[2]
     assert "<code>make install</code>" in items[1] and "[^1]" in items[1]
-    assert '<a href="https://example.org/install">' in items[1]  # its reference found
+    assert f'<a href="https://example.org/install" title="{t[0]}">' in items[1]  # its reference
     assert f"][{SENTENCES[3]}]" in out  # by its name, as its text is translated
     assert text(re.search(r"<blockquote>(.*?)</blockquote>", rendered, re.DOTALL)
                 .group(1)) == t[4]
     assert text(re.findall(r"<td.*?>(.*?)</td>", rendered)[0]) == t[5]
-    assert f"```sh\n{SENTENCES[6]}\n```" in out and f"<div>{SENTENCES[6]}</div>" in out
+    assert f"```sh\n{SENTENCES[6]}\n```" in out and f"<div>{t[6]}</div>" in out
+    assert f"\n\n{SENTENCES[7]}\n\n" in out and t[7] not in out
+    assert f'install "{t[0]}"' in out
     assert f"[^1]: {t[2]}" in out
+
+
+def test_markdown_html_blocks_are_pieces_of_one_page(toy_model, translator, tmp_path, capsys):
+    """CommonMark ends an HTML block at a blank line, so ``<details>`` and ``</details>`` come
+    in different blocks: each is translated, with its attributes, and neither is warned
+    about as malformed."""
+    page = (f"<details>\n<summary>{SENTENCES[0]}</summary>\n\n{SENTENCES[1]}\n\n</details>\n\n"
+            f'<p align="center"><img src="a.png" alt="{SENTENCES[2]}"></p>\n')
+    path = tmp_path / "in.md"
+    path.write_text(page, encoding="utf-8")
+    capsys.readouterr()
+    out = run(toy_model, path, tmp_path / "out.md").decode()
+    t = translator.translate(SENTENCES[:3])
+    assert out == (f"<details>\n<summary>{t[0]}</summary>\n\n{t[1]}\n\n</details>\n\n"
+                   f'<p align="center"><img src="a.png" alt="{t[2]}"></p>\n')
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_xliff_units(toy_model, translator, tmp_path):

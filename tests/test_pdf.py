@@ -283,7 +283,7 @@ class Greek:
 
     languages = None
 
-    def translate_markup(self, documents, fmt, options=None, glossary=None):
+    def translate_markup(self, documents, fmt, options=None, glossary=None, fragments=False):
         return ["καλημέρα " + d for d in documents]
 
 

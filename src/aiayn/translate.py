@@ -424,9 +424,12 @@ class Translator:
 
     def translate_markup(self, documents: Iterable[str], fmt: str = "html",
                          options: DecodeOptions | None = None, *,
-                         glossary: Glossary | None = None) -> list[str]:
+                         glossary: Glossary | None = None, fragments: bool = False
+                         ) -> list[str]:
         """Translate HTML or XML documents sentence by sentence, inline tags placed on the
-        target words aligned to the words they covered (``aiayn.markup``)."""
+        target words aligned to the words they covered (``aiayn.markup``). ``fragments``:
+        the documents are pieces of a larger one (a Markdown file's HTML blocks, which blank
+        lines end), so a tag one leaves open or closes from before is no warning."""
         from .markup import FORMATS, Document
         o = options or DecodeOptions()
         if fmt not in FORMATS:
@@ -438,7 +441,7 @@ class Translator:
         docs = [Document(d, fmt, language=self.codec.language, target=target)
                 for d in documents]
         for k, doc in enumerate(docs):
-            for problem in doc.problems:
+            for problem in [] if fragments else doc.problems:
                 where = f"document {k + 1}: " if len(docs) > 1 else ""
                 self.codec.warn(f"{where}{problem}; translated as well as it can be")
         translations = cast("list[str]", self.translate(

@@ -61,9 +61,10 @@ class Job:
             at += n
         return out
 
-    def markup(self, documents: list[str], fmt: str = "html") -> list[str]:
+    def markup(self, documents: list[str], fmt: str = "html", *,
+               fragments: bool = False) -> list[str]:
         return self.translator.translate_markup(documents, fmt, self.options,
-                                                glossary=self.glossary)
+                                                glossary=self.glossary, fragments=fragments)
 
     def warn(self, message: str) -> None:
         self.translator.codec.warn(message)

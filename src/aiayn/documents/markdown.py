@@ -9,7 +9,10 @@ autolinks, pictures and inline HTML a ``<code>`` or point kept as written; a har
 the end of a line. The translation is turned back into mistletoe's tokens, copies of the
 source's around the translated words, and mistletoe's Markdown renderer writes the document
 again: its structure, fences, link reference definitions and tables as they were, each
-paragraph on one line. Code blocks, HTML blocks and a YAML front matter stay as written.
+paragraph on one line. HTML blocks go through the HTML path (``aiayn.markup``), as pieces of
+one page; pictures' descriptions and titles are translated as plain sentences. Code blocks, a
+YAML front matter and what lies between translate-toolkit's ``<!-- translate:off -->`` and
+``<!-- translate:on -->`` stay as written.
 """
 
 from __future__ import annotations
@@ -33,14 +36,19 @@ _FRONT = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)",
 _SPECIAL = re.compile(r"[`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 # a footnote's reference or label (GitHub's and pandoc's "[^1]"), which CommonMark reads as
 # text: kept as written, as a placeholder is
+# what else a picture's description may not hold as written: a backslash, a bracket
+_BRACKET = re.compile(r"[\\\[\]`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 _NOTE = re.compile(r"\[\^[^\]\s]+\]")
 _DEFINITION = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")  # a footnote's text starts so
+# translate-toolkit's markers of a stretch left as written (Weblate reads Markdown through it)
+_MARKER = re.compile(r"<!--\s*translate:(on|off)\s*-->")
 
 
 def translate_md(data: bytes, job: Job) -> bytes:
     require("mistletoe", "Markdown files", "documents")
     from mistletoe import block_token
     from mistletoe.markdown_renderer import MarkdownRenderer
+    from mistletoe.span_token import RawText
     text, encoding = charset.read(data, "Markdown file")
     front = _FRONT.match(text)
     head, body = (front.group(), text[front.end():]) if front else ("", text)
@@ -49,31 +57,123 @@ def translate_md(data: bytes, job: Job) -> bytes:
             document = block_token.Document(body.splitlines(keepends=True))
         except Exception as err:  # (mistletoe raises what its parser meets)
             raise UserError(f"not a Markdown file mistletoe reads: {err}") from None
-        blocks = [b for b in _blocks(document) if _words(b.children)]
-        labels = [_label(b) for b in blocks]
-        plans = [_markup(b.children) for b in blocks]
+        parts = list(_parts(document))
+        blocks = [t for t in parts if type(t).__name__ in _SENTENCES]
+        pages = [t for t in parts if type(t).__name__ == "HtmlBlock" and t.content.strip()]
+        inline = [t for b in blocks for t in _inline(b.children)]
+        titled = [t for t in inline + parts if _titled(t)]
+        pictures = [t for t in inline if type(t).__name__ == "Image" and _plain(t.children)]
+        sentences = [b for b in blocks if _words(b.children)]
+        labels = [_label(b) for b in sentences]
+        plans = [_markup(b.children) for b in sentences]
         translated = job.markup([markup for markup, _ in plans]) if plans else []
-        for block, label, (_, tokens), out in zip(blocks, labels, plans, translated):
+        for block, out in zip(pages, job.markup([b.content for b in pages], fragments=True)
+                              if pages else []):
+            block.children = (RawText(out),)
+        _short(job, titled, pictures)
+        read = {id(t) for t in titled}  # (a definition's title not read is as written)
+        for token in _titles(document):
+            if not _defines(token) or id(token) in read:
+                token.title = _quoted(token.title, token.title_delimiter)
+        for block, label, (_, tokens), out in zip(sentences, labels, plans, translated):
             block.children = label + _tokens(out, tokens, renderer)
         return encoding.write(head + renderer.render(document))
 
 
-def _blocks(token):
-    """The blocks under ``token`` whose inline content is translated, in order."""
-    name = type(token).__name__
-    if name in _SENTENCES:
+def _short(job: Job, titled: list, pictures: list) -> None:
+    """Titles and pictures' descriptions translated as plain sentences."""
+    from mistletoe.span_token import EscapeSequence, RawText
+    # a definition's title is kept as written, an inline one with its escapes read
+    texts = [EscapeSequence.strip(t.title) if _defines(t) else t.title for t in titled] + \
+        [_plain(p.children) for p in pictures]
+    done = iter(job.lines(texts) if texts else [])
+    for token in titled:
+        token.title = next(done)
+    for picture in pictures:
+        picture.children = [RawText(_BRACKET.sub(lambda m: "\\" + m.group(), next(done)))]
+
+
+def _parts(document):
+    """The tokens whose text is translated, in order: blocks of inline content (a table's
+    cells apart), HTML blocks and link reference definitions (their titles); none between
+    ``<!-- translate:off -->`` and ``<!-- translate:on -->``, translate-toolkit's markers."""
+    on = True
+
+    def walk(token):
+        nonlocal on
+        name = type(token).__name__
+        if name == "HtmlBlock":
+            marker = _MARKER.fullmatch(token.content.strip())
+            if marker:
+                on = marker.group(1) == "on"
+            elif on:
+                yield token
+            return
+        if name in _SENTENCES or name == "LinkReferenceDefinition":
+            if on:
+                yield token
+            return
+        if name == "Table":
+            rows = ([token.header] if getattr(token, "header", None) is not None else []) + \
+                list(token.children)
+            for row in rows:
+                yield from (cell for cell in row.children if on)
+            return
+        if name in ("CodeFence", "BlockCode"):
+            return
+        for child in getattr(token, "children", None) or []:
+            yield from walk(child)
+    return walk(document)
+
+
+def _inline(children):
+    """Inline tokens under ``children``, at every depth (a picture inside a link)."""
+    for token in children:
         yield token
-        return
-    if name == "Table":
-        rows = ([token.header] if getattr(token, "header", None) is not None else []) + \
-            list(token.children)
-        for row in rows:
-            yield from row.children
-        return
-    if name in ("CodeFence", "BlockCode", "HtmlBlock", "LinkReferenceDefinitionBlock"):
-        return
-    for child in getattr(token, "children", None) or []:
-        yield from _blocks(child)
+        yield from _inline(getattr(token, "children", None) or [])
+
+
+def _titled(token) -> bool:
+    """Whether ``token`` is a link, picture or link reference definition that writes a title
+    (a reference link takes its definition's, not written with it)."""
+    return bool(getattr(token, "title", None) and getattr(token, "title_delimiter", None))
+
+
+def _titles(document):
+    """Every link, picture and link reference definition that writes a title."""
+    return (token for token in _inline([document]) if _titled(token))
+
+
+def _defines(token) -> bool:
+    """Whether ``token`` is a link reference definition, whose title mistletoe keeps as
+    written (an inline link's it keeps with its escapes read)."""
+    return type(token).__name__ == "LinkReferenceDefinition"
+
+
+def _plain(children) -> str:
+    """Inline tokens' text without their formatting: a picture's description, as HTML's
+    ``alt`` gives it."""
+    out = ""
+    for token in children:
+        name = type(token).__name__
+        if name in ("RawText", "InlineCode") or (name == "EscapeSequence"):
+            inner = token.children[0].content if name != "RawText" else token.content
+            out += inner
+        elif name == "LineBreak":
+            out += " "
+        else:
+            out += _plain(getattr(token, "children", None) or [])
+    return " ".join(out.split())
+
+
+def _quoted(title: str, delimiter: str) -> str:
+    """A title as written between its delimiters, its backslashes and closing delimiters
+    escaped (mistletoe's renderer writes the title as it is)."""
+    closing = ")" if delimiter == "(" else delimiter
+    escaped = title.replace("\\", "\\\\")
+    for mark in {delimiter, closing}:
+        escaped = escaped.replace(mark, "\\" + mark)
+    return escaped
 
 
 def _label(block) -> list:
