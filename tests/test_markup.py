@@ -249,6 +249,37 @@ def test_a_span_after_the_sentence_s_trailing_space_is_placed_at_its_end():
     assert out == "Staat<span></span>"
 
 
+def test_a_start_tag_with_a_translated_attribute_is_written_as_it_was_around_it():
+    doc = Document("""<p><IMG ALT='A cat' SRC="c.png" /> x <a title=Home href=/>y</a></p>""",
+                   "html")
+    assert doc.sources == ["A cat", "Home", "x y"]
+    out = doc.render(["Un 'gato'", "Casa", "x y"], {2: [(0, 0), (1, 1)]})
+    assert out == ("""<p><IMG ALT='Un &#x27;gato&#x27;' SRC="c.png" /> x """
+                   """<a title="Casa" href=/>y</a></p>""")
+
+
+def test_punctuation_after_kept_code_stays_outside_it():
+    """Code is written as it was in place of its target words; the full stop or colon the
+    translation has after them stays (it was written over: "dann <code>y</code>")."""
+    code = Span(16, 17, keep="<code>y</code>")
+    out = place("Use x, then run y.", [code], "x verwenden, dann y.",
+                [(0, 1), (1, 0), (2, 2), (4, 3)])
+    assert out == "x verwenden, dann <code>y</code>."
+    # the code's own marks are its own ("~/.zshrc" keeps its leading "~/."); quotes the
+    # translation put around it go, brackets the source has around it stay
+    code = Span(4, 12, keep="<code>~/.zshrc</code>")
+    out = place("Add ~/.zshrc: now", [code], "„~/.zshrc“: jetzt hinzufügen",
+                [(0, 2), (1, 0), (2, 1)])
+    assert out == "<code>~/.zshrc</code>: jetzt hinzufügen"
+    code = Span(4, 8, keep="<code>eval</code>")
+    out = place("run eval now", [code], 'jetzt "$(eval" ausführen',
+                [(0, 2), (1, 1), (2, 0)])
+    assert out == "jetzt <code>eval</code> ausführen"
+    code = Span(5, 8, keep="<code>a.b</code>")
+    out = place("Set (a.b).", [code], "(a.b) setzen.", [(0, 1), (1, 0)])
+    assert out == "(<code>a.b</code>) setzen."
+
+
 def test_a_picture_keeps_its_place_at_a_sentence_s_edge_and_the_space_around_it():
     """A picture after every word stays after the translation, not after the target of the
     last source word (German puts the verb last); the space the source had around a picture

@@ -99,7 +99,7 @@ def test_html_is_translated_as_aiayn_translate_format_html_does(server, toy_mode
     expected = load(toy_model).translate_markup([page, a])
     assert status == 200 and answer["translatedText"] == expected
     assert "<code>x = 1</code>" in expected[0]
-    assert expected[0].startswith('<div lang="es">')  # the page is in the target language now
+    assert expected[0].startswith("<div lang='es'>")  # the page is in the target language now
 
 
 def test_v1_translate_with_a_glossary(server, toy_model):

@@ -43,6 +43,8 @@ ATTRIBUTES = ("title", "alt", "placeholder")  # translated where HTML has them
 LANG = ("lang", "xml:lang")  # the language an element is in
 _SPACE = re.compile(r"[ \t\n\r\f]+")  # not U+00A0, which an &nbsp; wrote
 _ENTITY = re.compile(r"&#?\w+;")
+# an attribute in a start tag as written: the space before it, its name, "=" and its value
+_ATTRIBUTE = re.compile(r"""(\s)([^\s"'>/=]+)(\s*=\s*)?("[^"]*"|'[^']*'|[^\s"'=<>`]+)?""")
 
 
 @dataclass
@@ -337,15 +339,20 @@ def primary_subtag(code: str) -> str:
 
 
 def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
-    element = tag.element
-    attrs = []
-    for name, value in element.attrs:
-        if name in tag.units:
-            value = translations[tag.units[name]].strip()
-        value = tag.values.get(name, value)
-        attrs.append(name if value is None else f'{name}="{html.escape(value, quote=True)}"')
-    end = "/>" if element.start.rstrip().endswith("/>") else ">"
-    return f"<{element.tag}{''.join(' ' + a for a in attrs)}{end}"
+    """The start tag as written, with new values in place of the attributes' it changes;
+    its spacing, quotes, case and other attributes as they were."""
+    values = {name: translations[k].strip() for name, k in tag.units.items()}
+    values.update(tag.values)
+
+    def value(found: re.Match) -> str:
+        name = found.group(2)
+        if name.lower() not in values or found.group(4) is None:
+            return found.group()
+        quote = found.group(4)[0] if found.group(4)[0] in "\"'" else '"'
+        new = html.escape(values[name.lower()], quote=False)
+        new = new.replace(quote, "&quot;" if quote == '"' else "&#x27;")
+        return f"{found.group(1)}{name}{found.group(3)}{quote}{new}{quote}"
+    return _ATTRIBUTE.sub(value, tag.element.start)
 
 
 def _clamp(spans: list[Span], limit: int) -> None:

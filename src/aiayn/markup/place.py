@@ -190,6 +190,20 @@ def place(source: str, spans: list[Span], translation: str,
         return (start > 0 and not source[start - 1].isspace(),
                 end < len(source) and not source[end].isspace())
 
+    def edges(span: Span, a: int, b: int, cut: tuple[str, str] | None) -> tuple[str, str]:
+        """What of target words [a, b) stays outside the span: ``cut`` (the rest of a word
+        the span covers part of), or the punctuation ``outside`` gives, where it leaves
+        letters inside."""
+        if cut is not None:
+            return cut
+        first, last = tgt_words[a], tgt_words[b - 1]
+        lead, trail = outside(span, first, last)
+        if lead == first or (a == b - 1 and len(lead) + len(trail) >= len(first)):
+            lead = ""
+        if trail == last[len(lead) if a == b - 1 else 0:]:
+            trail = ""
+        return lead, trail
+
     def write(placed: list, lo: int, hi: int) -> str:
         # (text, index after its last word or -1 for none, glued before, glued after)
         pieces: list[tuple[str, int, bool, bool]] = []
@@ -197,20 +211,23 @@ def place(source: str, spans: list[Span], translation: str,
         for span, a, b, children in placed:
             pieces += [(escape_text(tgt_words[j]), j + 1, False, False) for j in range(at, a)]
             if span.keep is not None and b > a:
-                pieces.append((span.keep, b, False, False))
+                lead, trail = edges(span, a, b, None)
+                # of the marks the translation put around code, its sentence's punctuation
+                # stays, and what the source has around the code; quotes, brackets or a "$"
+                # were the model's way of marking code, which the code's formatting does
+                lead = "".join(c for c in lead if c in _OPENING
+                               or c in source[max(0, span.start - 2):span.start])
+                trail = "".join(c for c in trail if c in _CLOSING
+                                or c in source[span.end:span.end + 2])
+                pieces.append((escape_text(lead) + span.keep + escape_text(trail), b, False,
+                               False))
             elif b == a:
                 text = span.keep if span.keep is not None else \
                     span.open + write(children, a, b) + span.close
                 pieces.append((text, -1, *glued(span)))
             else:
                 first, last = tgt_words[a], tgt_words[b - 1]
-                cut = within(span, first) if a == b - 1 else None
-                lead, trail = cut if cut is not None else outside(span, first, last)
-                if cut is None and (lead == first or (a == b - 1 and
-                                                      len(lead) + len(trail) >= len(first))):
-                    lead = ""
-                if cut is None and trail == last[len(lead) if a == b - 1 else 0:]:
-                    trail = ""
+                lead, trail = edges(span, a, b, within(span, first) if a == b - 1 else None)
                 tgt_words[a] = first[len(lead):]
                 tgt_words[b - 1] = tgt_words[b - 1][:len(tgt_words[b - 1]) - len(trail)]
                 inner = write(children, a, b)
@@ -232,4 +249,5 @@ def place(source: str, spans: list[Span], translation: str,
 
 
 _LEAD = re.compile(r"^[^\w\s]*")
+_OPENING, _CLOSING = frozenset("¿¡"), frozenset(".,:;!?…")  # a sentence's punctuation
 _TRAIL = re.compile(r"[^\w\s]*$")
