@@ -21,7 +21,9 @@ out, as a translation changes them and may reorder the elements), so a row count
 - links kept: link targets that come back (links to headings of the document counted as
   such: pandoc names a heading after its words, which the translation changes);
 - translated: blocks with words outside code whose text changed (pandoc reads the lines of
-  a code block in an .odt as paragraphs, which count here though they are kept).
+  a code block in an .odt as paragraphs, which count here though they are kept);
+- alt and titles translated: pictures' descriptions (``alt``) and links' and pictures'
+  titles, in pandoc's elements and in raw HTML, that changed, paired in order.
 
 Needs pandoc on the PATH (Debian: apt-get install pandoc). To measure another checkout, put
 its ``src`` first on PYTHONPATH.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -87,6 +90,29 @@ def words(node) -> str:
     return words(node.get("c"))
 
 
+_LABEL = re.compile(r"""\b(?:alt|title)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
+
+
+def labels(node, out: list[str]) -> None:
+    """The pictures' descriptions and the titles under ``node``, in order: an Image's words
+    and title, a Link's title, and ``alt``/``title`` attributes in raw HTML."""
+    if isinstance(node, list):
+        for item in node:
+            labels(item, out)
+        return
+    if not isinstance(node, dict) or "t" not in node:
+        return
+    kind, content = node["t"], node.get("c")
+    if kind in ("RawBlock", "RawInline") and content[0] == "html":
+        out += [a or b for a, b in _LABEL.findall(content[1]) if (a or b).strip()]
+        return
+    if kind == "Image" and words(content[1]).strip():
+        out.append(words(content[1]))
+    if kind in ("Image", "Link") and content[2][1].strip():
+        out.append(content[2][1])
+    labels(content, out)
+
+
 def compare(source: dict, translated: dict) -> dict:
     a, b = source["blocks"], translated["blocks"]
     found_a, found_b = [block_elements(x) for x in a], [block_elements(y) for y in b]
@@ -97,12 +123,17 @@ def compare(source: dict, translated: dict) -> dict:
     code_a, code_b = only(found_a, ("Code", "CodeBlock")), only(found_b, ("Code", "CodeBlock"))
     links_a, links_b = only(found_a, ("Link",)), only(found_b, ("Link",))
     worded = [(words(x), words(y)) for x, y in zip(a, b) if words(x).strip()]
+    said: tuple[list[str], list[str]] = ([], [])
+    labels(a, said[0])
+    labels(b, said[1])
     return {"blocks": len(a), "blocks back": len(b),
             "same kinds": [x["t"] for x in a] == [y["t"] for y in b],
             "formatting kept": sum(1 for x, y in zip(found_a, found_b) if x == y),
             "code": sum(code_a.values()), "code kept": sum((code_a & code_b).values()),
             "links": sum(links_a.values()), "links kept": sum((links_a & links_b).values()),
-            "worded": len(worded), "translated": sum(1 for x, y in worded if x != y)}
+            "worded": len(worded), "translated": sum(1 for x, y in worded if x != y),
+            "labels": len(said[0]), "labels back": len(said[1]),
+            "labels translated": sum(1 for x, y in zip(*said) if x != y)}
 
 
 def differences(source: dict, translated: dict) -> list[str]:
@@ -172,8 +203,9 @@ def main() -> None:
     translator = load(args.checkpoint)
     print(f"{args.checkpoint}: {translator.languages}")
     print("| document | format | blocks (back) | kinds in order | formatting kept | code kept "
-          "| links kept | translated | LibreOffice opens it | seconds |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---|---:|")
+          "| links kept | translated | alt and titles translated (back) | LibreOffice opens it "
+          "| seconds |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for document, fmt, path, out, seconds, printed in translations(
                 translator, args.documents, args.formats, (".docx", ".odt", ".html", ".epub"),
@@ -187,13 +219,14 @@ def main() -> None:
                          for p in (path, translated)]
             except SystemExit as err:  # (pandoc fails on a file given as it is)
                 print(f"| {document} | {fmt} | read back failed: {str(err)[:100]} "
-                      f"|||||||||", flush=True)
+                      f"||||||||||", flush=True)
                 continue
             r = compare(*trees)
             print(f"| {document} | {fmt} | {r['blocks']} ({r['blocks back']}) | "
                   f"{'yes' if r['same kinds'] else 'no'} | "
                   f"{r['formatting kept']}/{r['blocks']} | {r['code kept']}/{r['code']} | "
                   f"{r['links kept']}/{r['links']} | {r['translated']}/{r['worded']} | "
+                  f"{r['labels translated']}/{r['labels']} ({r['labels back']}) | "
                   f"{opens(translated)} | {seconds:.1f} |", flush=True)
             if args.differences:
                 print("\n".join(differences(*trees)))

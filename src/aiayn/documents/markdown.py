@@ -40,6 +40,10 @@ _SPECIAL = re.compile(r"[`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 _BRACKET = re.compile(r"[\\\[\]`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 _NOTE = re.compile(r"\[\^[^\]\s]+\]")
 _DEFINITION = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")  # a footnote's text starts so
+# a code span written in an HTML block's text (which CommonMark leaves as it is, though its
+# authors wrote it as Markdown), and as code to the HTML path, which keeps it as written
+_CODE = re.compile(r"(?<!`)(`+)(?!`)([^<>\n]+?)(?<!`)\1(?!`)")
+_CODED = re.compile(r'<code data-backticks="(\d+)">([^<]*)</code>')
 # translate-toolkit's markers of a stretch left as written (Weblate reads Markdown through it)
 _MARKER = re.compile(r"<!--\s*translate:(on|off)\s*-->")
 
@@ -67,9 +71,9 @@ def translate_md(data: bytes, job: Job) -> bytes:
         labels = [_label(b) for b in sentences]
         plans = [_markup(b.children) for b in sentences]
         translated = job.markup([markup for markup, _ in plans]) if plans else []
-        for block, out in zip(pages, job.markup([b.content for b in pages], fragments=True)
-                              if pages else []):
-            block.children = (RawText(out),)
+        pieces = [_CODE.sub(_coded, b.content) for b in pages]
+        for block, out in zip(pages, job.markup(pieces, fragments=True) if pages else []):
+            block.children = (RawText(_CODED.sub(_uncoded, out)),)
         _short(job, titled, pictures)
         read = {id(t) for t in titled}  # (a definition's title not read is as written)
         for token in _titles(document):
@@ -91,6 +95,14 @@ def _short(job: Job, titled: list, pictures: list) -> None:
         token.title = next(done)
     for picture in pictures:
         picture.children = [RawText(_BRACKET.sub(lambda m: "\\" + m.group(), next(done)))]
+
+
+def _coded(span: re.Match) -> str:
+    return f'<code data-backticks="{len(span.group(1))}">{span.group(2)}</code>'
+
+
+def _uncoded(code: re.Match) -> str:
+    return "`" * int(code.group(1)) + code.group(2) + "`" * int(code.group(1))
 
 
 def _parts(document):
