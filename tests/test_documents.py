@@ -1061,7 +1061,8 @@ def test_powerpoint_comments_are_translated(toy_model, translator, tmp_path):
     deck.save(str(path))
     out = Presentation(io.BytesIO(run(toy_model, path, tmp_path / "out.pptx")))
     parts = {str(part.partname): part.blob for part in out.part.package.iter_parts()}
-    t = translator.translate(SENTENCES[:3])
+    t = translator.translate(SENTENCES[:6])
+    assert f'<img src="b.png" alt="{t[5]}">' in out  # inline HTML's too
     assert f"<p:text>{t[0]}\n{t[1]}</p:text>".encode() in parts["/ppt/comments/comment1.xml"]
     assert b'dt="2026-01-02T03:04:05.000"' in parts["/ppt/comments/comment1.xml"]
     assert f"<a:t>{t[2]}</a:t>".encode() in parts["/ppt/comments/modernComment_100_1.xml"]
@@ -1199,18 +1200,21 @@ def test_markdown_keeps_its_structure_formatting_links_and_code(toy_model, trans
 def test_markdown_html_blocks_are_pieces_of_one_page(toy_model, translator, tmp_path, capsys):
     """CommonMark ends an HTML block at a blank line, so ``<details>`` and ``</details>`` come
     in different blocks: each is translated, with its attributes, and neither is warned
-    about as malformed. A code span written in an HTML block stays as written."""
+    about as malformed. A code span written in an HTML block stays as written. A
+    picture's description in inline HTML is translated too."""
     page = (f"<details>\n<summary>{SENTENCES[0]}</summary>\n\n{SENTENCES[1]}\n\n</details>\n\n"
             f'<p align="center"><img src="a.png" alt="{SENTENCES[2]}"></p>\n\n'
-            f"<div>{SENTENCES[3]} `make install`.</div>\n")
+            f"<div>{SENTENCES[3]} `make install`.</div>\n\n"
+            f'{SENTENCES[4]} <img src="b.png" alt="{SENTENCES[5]}">\n')
     path = tmp_path / "in.md"
     path.write_text(page, encoding="utf-8")
     capsys.readouterr()
     out = run(toy_model, path, tmp_path / "out.md").decode()
-    t = translator.translate(SENTENCES[:3])
+    t = translator.translate(SENTENCES[:6])
+    assert f'<img src="b.png" alt="{t[5]}">' in out  # inline HTML's too
     assert out.startswith(f"<details>\n<summary>{t[0]}</summary>\n\n{t[1]}\n\n</details>\n\n"
                           f'<p align="center"><img src="a.png" alt="{t[2]}"></p>\n\n<div>')
-    last = out.split("<div>")[1]
+    last = out.split("<div>")[1].split("</div>")[0]
     assert "`make install`" in last and "<code" not in last
     assert "warning" not in capsys.readouterr().err
 

@@ -34,16 +34,17 @@ _FRONT = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)",
 # what the renderer would read as formatting in translated text: a backtick, a star, an
 # underscore at a word's edge (inside a word it is a letter), a "<" that starts a tag
 _SPECIAL = re.compile(r"[`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
+# the same in a picture's description, and a backslash or a bracket, which would end it
+_BRACKET = re.compile(r"[\\\[\]`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 # a footnote's reference or label (GitHub's and pandoc's "[^1]"), which CommonMark reads as
 # text: kept as written, as a placeholder is
-# what else a picture's description may not hold as written: a backslash, a bracket
-_BRACKET = re.compile(r"[\\\[\]`*]|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 _NOTE = re.compile(r"\[\^[^\]\s]+\]")
 _DEFINITION = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")  # a footnote's text starts so
 # a code span written in an HTML block's text (which CommonMark leaves as it is, though its
 # authors wrote it as Markdown), and as code to the HTML path, which keeps it as written
 _CODE = re.compile(r"(?<!`)(`+)(?!`)([^<>\n]+?)(?<!`)\1(?!`)")
 _CODED = re.compile(r'<code data-backticks="(\d+)">([^<]*)</code>')
+_SAYS = re.compile(r"""\s(?:alt|title|placeholder)\s*=\s*["']?\s*\w""", re.IGNORECASE)
 # translate-toolkit's markers of a stretch left as written (Weblate reads Markdown through it)
 _MARKER = re.compile(r"<!--\s*translate:(on|off)\s*-->")
 
@@ -63,8 +64,10 @@ def translate_md(data: bytes, job: Job) -> bytes:
             raise UserError(f"not a Markdown file mistletoe reads: {err}") from None
         parts = list(_parts(document))
         blocks = [t for t in parts if type(t).__name__ in _SENTENCES]
-        pages = [t for t in parts if type(t).__name__ == "HtmlBlock" and t.content.strip()]
         inline = [t for b in blocks for t in _inline(b.children)]
+        # HTML blocks, and inline HTML's tags whose attributes say something
+        pages = [t for t in parts if type(t).__name__ == "HtmlBlock" and t.content.strip()] + \
+            [t for t in inline if type(t).__name__ == "HtmlSpan" and _SAYS.search(t.content)]
         titled = [t for t in inline + parts if _titled(t)]
         pictures = [t for t in inline if type(t).__name__ == "Image" and _plain(t.children)]
         sentences = [b for b in blocks if _words(b.children)]
@@ -72,10 +75,14 @@ def translate_md(data: bytes, job: Job) -> bytes:
         plans = [_markup(b.children) for b in sentences]
         translated = job.markup([markup for markup, _ in plans]) if plans else []
         pieces = [_CODE.sub(_coded, b.content) for b in pages]
-        for block, out in zip(pages, job.markup(pieces, fragments=True) if pages else []):
-            block.children = (RawText(_CODED.sub(_uncoded, out)),)
+        for page, out in zip(pages, job.markup(pieces, fragments=True) if pages else []):
+            out = _CODED.sub(_uncoded, out)
+            if type(page).__name__ == "HtmlSpan":
+                page.content = out
+            else:
+                page.children = (RawText(out),)
         _short(job, titled, pictures)
-        read = {id(t) for t in titled}  # (a definition's title not read is as written)
+        read = {id(t) for t in titled}  # (a definition's other titles are as written)
         for token in _titles(document):
             if not _defines(token) or id(token) in read:
                 token.title = _quoted(token.title, token.title_delimiter)
@@ -128,8 +135,8 @@ def _parts(document):
         if name == "Table":
             rows = ([token.header] if getattr(token, "header", None) is not None else []) + \
                 list(token.children)
-            for row in rows:
-                yield from (cell for cell in row.children if on)
+            for row in rows if on else []:
+                yield from row.children
             return
         if name in ("CodeFence", "BlockCode"):
             return
@@ -168,9 +175,10 @@ def _plain(children) -> str:
     out = ""
     for token in children:
         name = type(token).__name__
-        if name in ("RawText", "InlineCode") or (name == "EscapeSequence"):
-            inner = token.children[0].content if name != "RawText" else token.content
-            out += inner
+        if name == "RawText":
+            out += token.content
+        elif name in ("InlineCode", "EscapeSequence"):
+            out += token.children[0].content
         elif name == "LineBreak":
             out += " "
         else:
