@@ -1061,8 +1061,7 @@ def test_powerpoint_comments_are_translated(toy_model, translator, tmp_path):
     deck.save(str(path))
     out = Presentation(io.BytesIO(run(toy_model, path, tmp_path / "out.pptx")))
     parts = {str(part.partname): part.blob for part in out.part.package.iter_parts()}
-    t = translator.translate(SENTENCES[:6])
-    assert f'<img src="b.png" alt="{t[5]}">' in out  # inline HTML's too
+    t = translator.translate(SENTENCES[:3])
     assert f"<p:text>{t[0]}\n{t[1]}</p:text>".encode() in parts["/ppt/comments/comment1.xml"]
     assert b'dt="2026-01-02T03:04:05.000"' in parts["/ppt/comments/comment1.xml"]
     assert f"<a:t>{t[2]}</a:t>".encode() in parts["/ppt/comments/modernComment_100_1.xml"]

@@ -171,6 +171,8 @@ CASES = [
     ("serve --checkpoint en-es={w}/ckpt --api-keys {w}/nope.txt", "nope.txt: no such file"),
     ("serve --checkpoint en-es={w}/ckpt --api-keys {w}/latin1.txt", "line 2 is not valid UTF-8"),
     ("serve --checkpoint en-es={w}/ckpt --api-keys {w}/data", "data: is a directory; give a file"),
+    ("serve --checkpoint en-es={w}/ckpt --port 70000", "a port is a number from 0 to 65535"),
+    ("serve --checkpoint en-es={w}/ckpt --host 192.0.2.1", "not an address of this machine"),
     # output paths: a file where a directory is expected (and as a directory's parent)
     ("prepare --train-src {w}/src.txt --train-tgt {w}/ref.txt --out {w}/taken.txt",
      "taken.txt: is a file, not a directory"),
@@ -275,3 +277,19 @@ def test_stdin_not_in_utf8_is_one_line_naming_its_line(world, capsys, monkeypatc
     assert main(["translate", "--checkpoint", str(world / "ckpt")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "aiayn: error: stdin: line 2 is not valid UTF-8; convert the file to UTF-8"
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_the_models_load(world, capsys, monkeypatch):
+    import socket
+
+    import aiayn.cli.serving as serving
+    monkeypatch.setattr(serving, "_served_models", lambda *a: pytest.fail("models loaded"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--checkpoint", f"en-es={world / 'ckpt'}", "--port",
+                     str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"aiayn: error: --port {port}: another program listens on "
+                   f"127.0.0.1:{port}; choose another --port or stop that program")

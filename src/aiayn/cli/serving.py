@@ -98,6 +98,39 @@ def _attach_shortlist(models, path: str) -> None:
         model.translator.shortlist = shortlist
 
 
+def _check_address(host: str, port: int) -> None:
+    """A one-line UserError where uvicorn could not listen on ``host``:``port``: found by
+    binding a socket there as uvicorn will (it would log the error and exit)."""
+    import errno
+    import socket
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port {port}: a port is a number from 0 to 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror:
+        raise UserError(f"--host {host}: not an address, nor a name this machine resolves; "
+                        "use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)"
+                        ) from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind(address)
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise UserError(f"--port {port}: another program listens on {host}:{port}; "
+                                "choose another --port or stop that program") from None
+            if err.errno == errno.EADDRNOTAVAIL:
+                raise UserError(f"--host {host}: not an address of this machine; use "
+                                "127.0.0.1 (this machine only) or 0.0.0.0 (every interface)"
+                                ) from None
+            if err.errno == errno.EACCES:
+                raise UserError(f"--port {port}: this user may not listen on ports below "
+                                "1024; choose one above 1023") from None
+            raise UserError(f"--host {host} --port {port}: cannot listen there "
+                            f"({err.strerror})") from None
+
+
 def serve_command(args: argparse.Namespace) -> None:
     import logging
 
@@ -128,6 +161,7 @@ def serve_command(args: argparse.Namespace) -> None:
                         glossary=Glossary.read(args.glossary) if args.glossary else None)
     if args.keep_freed_mib < 0:
         raise UserError("--keep-freed-mib must be >= 0")
+    _check_address(args.host, args.port)  # before the models load, which takes a while
     from ..runtime.cpu import reuse_freed_memory
     reuse_freed_memory(args.keep_freed_mib << 20)  # before the models load: the first call sets it
     models = _served_models(args.checkpoint, args.int8, args.compile)
