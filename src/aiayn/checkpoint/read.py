@@ -60,7 +60,7 @@ def resolve_checkpoint(path: str | Path, which: str | int | None = None) -> Path
         raise UserError(f"{path}: no checkpoint {picks[0]!r} in {root}; "
                         f"choose one of: {', '.join(list_checkpoints(path)) or 'none yet'}")
     raise UserError(f"{path}: not a checkpoint (no {WEIGHTS}) and no checkpoints/best or "
-                    "checkpoints/last inside; point --checkpoint at a checkpoint directory")
+                    "checkpoints/last inside; give a checkpoint directory or a training run")
 
 
 def list_checkpoints(run_dir: Path) -> list[str]:
