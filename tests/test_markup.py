@@ -147,6 +147,16 @@ def test_entities_and_surrounding_whitespace_are_kept():
     assert out == "<p>\n  Pescado &amp; patatas&nbsp;&copy; &lt;<b>ya</b>&gt;  \n</p>"
 
 
+def test_a_greater_than_sign_is_written_as_the_source_wrote_them():
+    """HTML text may hold ">" bare: a page that wrote it so (a README's "&gt;&gt;&gt;" in
+    Markdown's eyes, "a -> b") gets it back so; one that did not gets "&gt;". "<" and "&" are
+    always escaped, and XML's "]]>" never appears."""
+    assert Document("<p>a -> b</p>", "html").render(["x -> y ]]>"]) == \
+        "<p>x -> y ]]&gt;</p>"
+    assert Document("<p>a b</p>", "html").render(["x > y < z & w"]) == \
+        "<p>x &gt; y &lt; z &amp; w</p>"
+
+
 def test_tags_follow_the_alignment_through_reordering():
     # "the red house" -> "la casa roja": <b> on "red" goes to "roja"
     out = place("the red house", [Span(4, 7, "<b>", "</b>")], "la casa roja",

@@ -59,12 +59,14 @@ class _Unit:
 @dataclass
 class _Segment:
     """Inline content between block boundaries: its units, joined by a space, between the
-    whitespace it had around it; and the entities its text was written with."""
+    whitespace it had around it; the entities its text was written with, and whether to
+    write ">" as one (a ">" in text need not be: where the source has it bare, it stays so)."""
 
     units: list[int]
     lead: str
     trail: str
     entities: dict[str, str]
+    greater: bool = True
 
 
 @dataclass
@@ -232,7 +234,9 @@ class Document:
                 char = html.unescape(entity)
                 if len(char) == 1 and char not in "&<>\"'":
                     entities[char] = entity
-        self._items.append(_Segment(self._sentences(plain, spans), lead, trail, entities))
+        greater = not any(">" in text.raw for text in _texts(run))
+        self._items.append(_Segment(self._sentences(plain, spans), lead, trail, entities,
+                                    greater))
 
     def _sentences(self, plain: str, spans: list[Span]) -> list[int]:
         """Units of a segment's text: its sentences, those a span crosses joined."""
@@ -303,8 +307,11 @@ class Document:
             elif isinstance(item, _StartTag):
                 out.append(_write_start_tag(item, translations))
             else:
-                def write(text: str, entities=item.entities) -> str:
-                    text = html.escape(text, quote=False)
+                def write(text: str, entities=item.entities, greater=item.greater) -> str:
+                    text = text.replace("&", "&amp;").replace("<", "&lt;")
+                    # (XML does not allow "]]>" in text)
+                    text = text.replace(">", "&gt;") if greater else \
+                        text.replace("]]>", "]]&gt;")
                     for char, entity in entities.items():
                         text = text.replace(char, entity)
                     return text
@@ -321,6 +328,15 @@ class Document:
                                        fallback=fallback.get(i, [])))
                 out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
         return "".join(out)
+
+
+def _texts(nodes: list[Node]):
+    """The text nodes among ``nodes`` and inside them, in order."""
+    for node in nodes:
+        if isinstance(node, Text):
+            yield node
+        elif isinstance(node, Element):
+            yield from _texts(node.children)
 
 
 def _xhtml(root: Element) -> bool:
