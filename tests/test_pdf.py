@@ -23,13 +23,14 @@ def translator(toy_model):
     return load(toy_model, compile=False)
 
 
-def pdf_file(pages: list[str], *, resources: str = "", annotations: str = "") -> bytes:
+def pdf_file(pages: list[str], *, resources: str = "", annotations: str = "",
+             catalog: str = "") -> bytes:
     """A PDF of US Letter pages, each drawn by its content stream, with the standard fonts
     of ``FONTS`` named /R, /B, /H and /C (and other ``resources``; the first page with
-    ``annotations``)."""
+    ``annotations``; more ``catalog`` entries)."""
     fonts = {name: k for k, name in enumerate(FONTS, start=3)}
     first_page = 3 + len(FONTS)
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
+    objects = [f"<< /Type /Catalog /Pages 2 0 R {catalog}>>",
                "<< /Type /Pages /Kids [%s] /Count %d >>" % (
                    " ".join(f"{first_page + 2 * k} 0 R" for k in range(len(pages))),
                    len(pages))]
@@ -300,6 +301,22 @@ def test_letters_the_standard_fonts_lack_are_set_in_a_unicode_font(tmp_path, mon
     monkeypatch.setattr(setting, "_font_folders", lambda: [tmp_path])
     with pytest.raises(UserError, match="install the DejaVu fonts"):
         pdf.translate_pdf(data, Job(Greek()))
+
+
+@pytest.mark.parametrize("said,now", [("en-US", "el"), ("fr", "fr"), (None, None)])
+def test_the_document_s_language_names_the_target_where_it_named_the_source(said, now):
+    """The catalog's /Lang, which screen readers read the text in: a source language's
+    becomes the target's; another language, or none, is left as it was."""
+    import pypdf
+
+    from aiayn.documents import Job, pdf
+
+    class EnglishToGreek(Greek):
+        languages = {"source": "en", "target": "el"}
+    data = pdf_file([text("R", 11, 72, 700, SENTENCES[0])],
+                    catalog=f"/Lang ({said}) " if said else "")
+    out = pdf.translate_pdf(data, Job(EnglishToGreek()))
+    assert pypdf.PdfReader(io.BytesIO(out)).trailer["/Root"].get("/Lang") == now
 
 
 def test_columns_read_side_by_side_are_paragraphs_of_their_own(toy_model, translator,

@@ -92,6 +92,8 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         for obj in gone:
             raw.FPDFPageObj_Destroy(obj)
         page.close()
+    if found:
+        _relabel(document, raw, job)
     out = _saved(document)
     writer.close()
     # 4) PDFium writes a changed page's content again, and cannot write everything it reads
@@ -111,6 +113,20 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         original.close()
     document.close()
     return out
+
+
+def _relabel(document, raw, job: Job) -> None:
+    """The document's language (its catalog's ``/Lang``, which screen readers read the text
+    in), where it names the source language, names the target (``Job.relabeled``)."""
+    size = raw.FPDFCatalog_GetLanguage(document.raw, None, 0)  # bytes, UTF-16, with a NUL
+    if size <= 2:
+        return
+    buffer = (ctypes.c_ushort * (size // 2))()
+    raw.FPDFCatalog_GetLanguage(document.raw, buffer, size)
+    target = job.relabeled(bytes(buffer)[:size - 2].decode("utf-16-le", "replace"))
+    if target:
+        raw.FPDFCatalog_SetLanguage(document.raw, (ctypes.c_ushort * (len(target) + 1))(
+            *map(ord, target), 0))
 
 
 def _saved(document) -> bytes:
