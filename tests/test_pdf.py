@@ -393,3 +393,38 @@ def test_a_link_moves_with_its_words(toy_model, translator, tmp_path):
     under = page.get_textpage().get_text_bounded(rect.left + 0.5, rect.bottom + 1,
                                                   rect.right - 0.5, rect.top - 1)
     assert under.replace(" ", "") == inside
+
+
+def test_an_underline_moves_with_its_words(toy_model, translator, tmp_path):
+    """An underline is a thin rule drawn under words; it ends up under the words their
+    text became, and the old rule goes. A table's rule under a line stays where it is."""
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+    words = SENTENCES[4].split() + SENTENCES[5].split()
+    start = 72 + width([("R", " ".join(words[:2]) + " ")], 11)
+    end = start + width([("R", words[2])], 11)
+    content = "\n".join([text("R", 11, 72, 700, " ".join(words)),
+                         f"0 0 0 rg {start:.2f} 698.3 {end - start:.2f} 0.6 re f",
+                         text("R", 11, 72, 600, SENTENCES[6]),
+                         "0 0 0 rg 40 596 532 0.5 re f"])  # a rule across the page
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([content]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    source = " ".join(words[:2]) + f" <b>{words[2]}</b> " + " ".join(words[3:])
+    expected = translator.translate_markup([source])[0]
+    inside = re.search(r"<b>(.*?)</b>", expected).group(1).replace(" ", "")
+    page = pdfium.PdfDocument(out)[0]
+    textpage = page.get_textpage()
+    rules, box = [], [ctypes.c_float() for _ in range(4)]
+    for k in range(raw.FPDFPage_CountObjects(page.raw)):
+        obj = raw.FPDFPage_GetObject(page.raw, k)
+        if raw.FPDFPageObj_GetType(obj) == raw.FPDF_PAGEOBJ_PATH:
+            raw.FPDFPageObj_GetBounds(obj, *box)
+            rules.append(tuple(round(v.value, 1) for v in box))
+    assert (40.0, 596.0, 572.0, 596.5) in rules and len(rules) == 2
+    left, bottom, right, top = next(r for r in rules if r[0] != 40.0)
+    assert abs(top - 698.9) < 0.2 and abs(top - bottom - 0.6) < 0.1
+    over = textpage.get_text_bounded(left + 0.5, top + 1, right - 0.5, top + 8)
+    assert over.replace(" ", "") == inside

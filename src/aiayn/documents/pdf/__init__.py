@@ -155,8 +155,8 @@ def _differs(a, b) -> bool:
 
 
 def _remove(page, objects: set[int], raw) -> list:
-    """Takes the text objects at ``objects``' addresses off the page; returns them, to be
-    destroyed once nothing reads them."""
+    """Takes the objects at ``objects``' addresses (text, and the rules underlining it) off
+    the page; returns them, to be destroyed once nothing reads them."""
     gone = []
     for k in reversed(range(raw.FPDFPage_CountObjects(page.raw))):
         obj = raw.FPDFPage_GetObject(page.raw, k)

@@ -1,13 +1,13 @@
-"""A PDF page's characters read as lines (PDFium's reading), each character with its style,
-place, the text object drawing it and the link over it; a line cut where its text stands
-apart."""
+"""A PDF page's characters read as lines (PDFium's reading), each character with its style
+(an underline drawn under it among it), place, the text object drawing it and the link over
+it; a line cut where its text stands apart."""
 
 from __future__ import annotations
 
 import ctypes
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import monospaced
 
@@ -29,13 +29,15 @@ _FIXED, _SERIF_FLAG, _ITALIC_FLAG, _BOLD_FLAG = 1, 2, 64, 1 << 18
 @dataclass(frozen=True)
 class Style:
     """How a stretch of text looks: its font's kind ("sans", "serif", "mono"), weight and
-    slant, size in points and fill colour (RGBA)."""
+    slant, size in points, fill colour (RGBA) and underline (how far below the baseline its
+    top lies and how thick it is, in points; None for none)."""
 
     kind: str
     bold: bool
     italic: bool
     size: float
     color: tuple[int, int, int, int]
+    underline: tuple[float, float] | None = None
 
 
 Piece = tuple[Style, str, "int | None"]  # a stretch of a word: style, text, its span
@@ -54,7 +56,7 @@ class Line:
     right: float = 0.0
     baseline: float = 0.0
     size: float = 0.0
-    objects: set[int] = field(default_factory=set)  # the text objects drawing it
+    objects: set[int] = field(default_factory=set)  # the objects drawing it and its underlines
     plain: bool = True  # upright and visible
 
 
@@ -131,7 +133,42 @@ def read_lines(textpage, page, raw) -> list[Line]:
     for line in lines:
         line.size = statistics.median(s.size for s, c in zip(line.styles, line.text)
                                       if not c.isspace()) if line.text.strip() else 0
+    _underline(lines, page, raw, top_level)
     return lines
+
+
+def _underline(lines: list[Line], page, raw, top_level: set[int]) -> None:
+    """Underlines, which a PDF draws as thin rules under the words (a link's, an underlined
+    word's), as the style of the characters above them; each rule becomes one of its line's
+    objects, taken off with the text it underlines."""
+    rules = []
+    box = [ctypes.c_float() for _ in range(4)]
+    for k in range(raw.FPDFPage_CountObjects(page.raw)):
+        obj = raw.FPDFPage_GetObject(page.raw, k)
+        if raw.FPDFPageObj_GetType(obj) != raw.FPDF_PAGEOBJ_PATH or \
+                not raw.FPDFPageObj_GetBounds(obj, *box):
+            continue
+        left, bottom, right, top = (v.value for v in box)
+        if top - bottom <= 3.0 and right - left >= 2 * (top - bottom):
+            rules.append((ctypes.addressof(obj.contents), left, bottom, right, top))
+    for line in lines:
+        size = line.size
+        for address, left, bottom, right, top in rules:
+            # under the baseline, no deeper than a descender, no wider than the line and
+            # no thicker than a heavy underline: not a table's rule nor a frame's edge
+            if address not in top_level or not (
+                    line.baseline - 0.35 * size <= bottom and top <= line.baseline
+                    and top - bottom <= 0.15 * size and left >= line.left - 0.5 * size
+                    and right <= line.right + 0.5 * size):
+                continue
+            under = [k for k, (a, b) in enumerate(zip(line.starts, line.ends))
+                     if left <= (a + b) / 2 <= right]
+            if not under:
+                continue
+            line.objects.add(address)
+            mark = (round(line.baseline - top, 2), round(top - bottom, 2))
+            for k in under:
+                line.styles[k] = replace(line.styles[k], underline=mark)
 
 
 def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, bool, bool]:
