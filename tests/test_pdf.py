@@ -395,9 +395,12 @@ def test_a_link_moves_with_its_words(toy_model, translator, tmp_path):
     assert under.replace(" ", "") == inside
 
 
-def test_an_underline_moves_with_its_words(toy_model, translator, tmp_path):
-    """An underline is a thin rule drawn under words; it ends up under the words their
-    text became, and the old rule goes. A table's rule under a line stays where it is."""
+@pytest.mark.parametrize("bottom", [698.3, 703.3], ids=["underline", "strike-through"])
+def test_an_underline_or_a_strike_through_moves_with_its_words(toy_model, translator,
+                                                               tmp_path, bottom):
+    """An underline (a strike-through) is a thin rule drawn under (through) words; it ends
+    up under (through) the words their text became, at the same height, and the old rule
+    goes. A table's rule under a line stays where it is."""
     import ctypes
 
     import pypdfium2 as pdfium
@@ -406,7 +409,7 @@ def test_an_underline_moves_with_its_words(toy_model, translator, tmp_path):
     start = 72 + width([("R", " ".join(words[:2]) + " ")], 11)
     end = start + width([("R", words[2])], 11)
     content = "\n".join([text("R", 11, 72, 700, " ".join(words)),
-                         f"0 0 0 rg {start:.2f} 698.3 {end - start:.2f} 0.6 re f",
+                         f"0 0 0 rg {start:.2f} {bottom} {end - start:.2f} 0.6 re f",
                          text("R", 11, 72, 600, SENTENCES[6]),
                          "0 0 0 rg 40 596 532 0.5 re f"])  # a rule across the page
     path = tmp_path / "in.pdf"
@@ -424,7 +427,8 @@ def test_an_underline_moves_with_its_words(toy_model, translator, tmp_path):
             raw.FPDFPageObj_GetBounds(obj, *box)
             rules.append(tuple(round(v.value, 1) for v in box))
     assert (40.0, 596.0, 572.0, 596.5) in rules and len(rules) == 2
+    below = bottom
     left, bottom, right, top = next(r for r in rules if r[0] != 40.0)
-    assert abs(top - 698.9) < 0.2 and abs(top - bottom - 0.6) < 0.1
-    over = textpage.get_text_bounded(left + 0.5, top + 1, right - 0.5, top + 8)
+    assert abs(top - bottom - 0.6) < 0.1 and abs(bottom - below) < 0.2
+    over = textpage.get_text_bounded(left + 0.5, 701, right - 0.5, 707)
     assert over.replace(" ", "") == inside

@@ -183,7 +183,7 @@ def markup(paragraph: Paragraph) -> Plan | None:
     chars = [c for c in chars if c[0] != "\u00ad"]
     if not any(c.isalpha() for c, _, _ in chars):
         return None  # numbers, marks, a leader's dots
-    keys = [(s.kind, s.bold, s.italic, s.color, s.underline is not None) for _, s, _ in chars]
+    keys = [(s.kind, s.bold, s.italic, s.color, s.rules) for _, s, _ in chars]
     own_key, own = prevailing((key, 1, s) for (c, s, _), key in zip(chars, keys)
                               if not c.isspace())  # type: ignore[misc]
     if own_key[0] == "mono":

@@ -1,6 +1,6 @@
 """A PDF page's characters read as lines (PDFium's reading), each character with its style
-(an underline drawn under it among it), place, the text object drawing it and the link over
-it; a line cut where its text stands apart."""
+(a rule drawn under or through it among it: an underline, a strike-through), place, the text
+object drawing it and the link over it; a line cut where its text stands apart."""
 
 from __future__ import annotations
 
@@ -29,15 +29,16 @@ _FIXED, _SERIF_FLAG, _ITALIC_FLAG, _BOLD_FLAG = 1, 2, 64, 1 << 18
 @dataclass(frozen=True)
 class Style:
     """How a stretch of text looks: its font's kind ("sans", "serif", "mono"), weight and
-    slant, size in points, fill colour (RGBA) and underline (how far below the baseline its
-    top lies and how thick it is, in points; None for none)."""
+    slant, size in points, fill colour (RGBA) and rules: an underline or a strike-through, each
+    as how far below the baseline its top lies (above it: less than 0) and how thick it is,
+    in points."""
 
     kind: str
     bold: bool
     italic: bool
     size: float
     color: tuple[int, int, int, int]
-    underline: tuple[float, float] | None = None
+    rules: tuple[tuple[float, float], ...] = ()
 
 
 Piece = tuple[Style, str, "int | None"]  # a stretch of a word: style, text, its span
@@ -56,8 +57,9 @@ class Line:
     right: float = 0.0
     baseline: float = 0.0
     size: float = 0.0
-    objects: set[int] = field(default_factory=set)  # the objects drawing it and its underlines
+    objects: set[int] = field(default_factory=set)  # the objects drawing it and its rules
     plain: bool = True  # upright and visible
+    bases: list[float] = field(default_factory=list)  # each character's own baseline
 
 
 def read_lines(textpage, page, raw) -> list[Line]:
@@ -120,6 +122,7 @@ def read_lines(textpage, page, raw) -> list[Line]:
         line.ends.append(box[1].value)
         line.owners.append(address)
         line.origins.append(x.value)
+        line.bases.append(y.value)
         middle = ((box[0].value + box[1].value) / 2, (box[2].value + box[3].value) / 2)
         line.links.append(next((k for k, left, bottom, right, top in areas
                                 if left <= middle[0] <= right and bottom <= middle[1] <= top),
@@ -133,14 +136,15 @@ def read_lines(textpage, page, raw) -> list[Line]:
     for line in lines:
         line.size = statistics.median(s.size for s, c in zip(line.styles, line.text)
                                       if not c.isspace()) if line.text.strip() else 0
-    _underline(lines, page, raw, top_level)
+    _ruled(lines, page, raw, top_level)
     return lines
 
 
-def _underline(lines: list[Line], page, raw, top_level: set[int]) -> None:
-    """Underlines, which a PDF draws as thin rules under the words (a link's, an underlined
-    word's), as the style of the characters above them; each rule becomes one of its line's
-    objects, taken off with the text it underlines."""
+def _ruled(lines: list[Line], page, raw, top_level: set[int]) -> None:
+    """Underlines and strike-throughs, which a PDF draws as thin rules under or through the
+    words (a link's, an underlined or struck word's), as the style of the characters they
+    cross or lie under; each rule becomes one of its line's objects, taken off with the text
+    it marks."""
     rules = []
     box = [ctypes.c_float() for _ in range(4)]
     for k in range(raw.FPDFPage_CountObjects(page.raw)):
@@ -151,24 +155,24 @@ def _underline(lines: list[Line], page, raw, top_level: set[int]) -> None:
         left, bottom, right, top = (v.value for v in box)
         if top - bottom <= 3.0 and right - left >= 2 * (top - bottom):
             rules.append((ctypes.addressof(obj.contents), left, bottom, right, top))
-    for line in lines:
-        size = line.size
+    for line in filter(lambda line: line.plain, lines):  # (rotated text's are not)
         for address, left, bottom, right, top in rules:
-            # under the baseline, no deeper than a descender, no wider than the line and
-            # no thicker than a heavy underline: not a table's rule nor a frame's edge
-            if address not in top_level or not (
-                    line.baseline - 0.35 * size <= bottom and top <= line.baseline
-                    and top - bottom <= 0.15 * size and left >= line.left - 0.5 * size
-                    and right <= line.right + 0.5 * size):
-                continue
-            under = [k for k, (a, b) in enumerate(zip(line.starts, line.ends))
-                     if left <= (a + b) / 2 <= right]
-            if not under:
-                continue
-            line.objects.add(address)
-            mark = (round(line.baseline - top, 2), round(top - bottom, 2))
-            for k in under:
-                line.styles[k] = replace(line.styles[k], underline=mark)
+            if address not in top_level or top - bottom > 0.15 * line.size or \
+                    left < line.left - 0.5 * line.size or right > line.right + 0.5 * line.size:
+                continue  # no wider than the line, no thicker than a heavy underline
+            marked = []
+            for k, (a, b) in enumerate(zip(line.starts, line.ends)):
+                base, size = line.bases[k], line.styles[k].size
+                # under the character's own baseline no deeper than a descender, or across
+                # the middle of its small letters (a raised mark's own underline is its)
+                if left <= (a + b) / 2 <= right and (
+                        base - 0.35 * size <= bottom and top <= base
+                        or base + 0.15 * size <= bottom and top <= base + 0.5 * size):
+                    marked.append((k, (round(base - top, 2), round(top - bottom, 2))))
+            if marked:
+                line.objects.add(address)
+            for k, rule in marked:
+                line.styles[k] = replace(line.styles[k], rules=line.styles[k].rules + (rule,))
 
 
 def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, bool, bool]:
@@ -217,7 +221,8 @@ def _parts(line: Line, wide: bool = True) -> list[Line]:
                                line.ends[k:b], line.owners[k:b], line.origins[k:b],
                                line.links[k:b], line.starts[k], max(line.ends[k:b]),
                                line.baseline, 0.0,
-                               {o for o in line.owners[k:b] if o}, line.plain))
+                               {o for o in line.owners[k:b] if o}, line.plain,
+                               line.bases[k:b]))
     return [piece for part in parts for piece in _parts(part, False)] if wide else parts
 
 

@@ -168,33 +168,32 @@ class Writer:
             self.raw.FPDFPage_InsertObject(page.raw, obj)
             boxes.append((span, (x, baseline - 0.25 * size,
                                  x + self.width(style, text, size), baseline + 0.85 * size)))
-        self.underline(page, row, boxes, baseline, scale)
+        self.rules(page, row, boxes, baseline, scale)
         return boxes
 
-    def underline(self, page, row: list[tuple[float, Style, str, int | None]],
-                  boxes: list[tuple[int | None, Box]], baseline: float, scale: float) -> None:
-        """Draws the underlines of a line's underlined pieces: one rule under each stretch
-        of pieces next to each other underlined alike, across the spaces between their
-        words, as the source's was."""
+    def rules(self, page, row: list[tuple[float, Style, str, int | None]],
+              boxes: list[tuple[int | None, Box]], baseline: float, scale: float) -> None:
+        """Draws the underlines and strike-throughs of a line's pieces: one rule for each
+        stretch of pieces next to each other marked alike, across the spaces between their
+        words, as the source's was, at its depth and thickness, in the text's colour."""
         stretches: list[tuple[Style, float, float]] = []
-        before = None  # the piece before's style, where it is underlined
+        before = None  # the piece before's style, where it has rules
         for (_, style, _, _), (_, (left, _, right, _)) in zip(row, boxes):
-            if style.underline is None:
+            if not style.rules:
                 before = None
                 continue
-            if before is not None and (before.underline, before.color) == \
-                    (style.underline, style.color):
+            if before is not None and (before.rules, before.color) == (style.rules, style.color):
                 stretches[-1] = (stretches[-1][0], stretches[-1][1], right)
             else:
                 stretches.append((style, left, right))
             before = style
         for style, left, right in stretches:
-            below, thick = (v * scale for v in style.underline)  # type: ignore[union-attr]
-            rule = self.raw.FPDFPageObj_CreateNewRect(left, baseline - below - thick,
-                                                      right - left, thick)
-            self.raw.FPDFPageObj_SetFillColor(rule, *style.color)
-            self.raw.FPDFPath_SetDrawMode(rule, self.raw.FPDF_FILLMODE_WINDING, False)
-            self.raw.FPDFPage_InsertObject(page.raw, rule)
+            for depth, thick in style.rules:
+                rule = self.raw.FPDFPageObj_CreateNewRect(
+                    left, baseline - (depth + thick) * scale, right - left, thick * scale)
+                self.raw.FPDFPageObj_SetFillColor(rule, *style.color)
+                self.raw.FPDFPath_SetDrawMode(rule, self.raw.FPDF_FILLMODE_WINDING, False)
+                self.raw.FPDFPage_InsertObject(page.raw, rule)
 
     def close(self) -> None:
         for font in self.fonts.values():
