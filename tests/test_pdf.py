@@ -432,3 +432,32 @@ def test_an_underline_or_a_strike_through_moves_with_its_words(toy_model, transl
     assert abs(top - bottom - 0.6) < 0.1 and abs(bottom - below) < 0.2
     over = textpage.get_text_bounded(left + 0.5, 701, right - 0.5, 707)
     assert over.replace(" ", "") == inside
+
+
+def test_a_highlight_moves_with_its_words(toy_model, translator, tmp_path):
+    """A highlight (a text markup annotation, its areas over words) ends up over the words
+    its text became, as a link does."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+    words = SENTENCES[4].split() + SENTENCES[5].split()
+    start = 72 + width([("R", " ".join(words[:2]) + " ")], 11)
+    end = start + width([("R", words[2])], 11)
+    mark = (f"<< /Type /Annot /Subtype /Highlight /Rect [{start:.2f} 697 {end:.2f} 709] "
+            f"/QuadPoints [{start:.2f} 709 {end:.2f} 709 {start:.2f} 697 {end:.2f} 697] "
+            f"/C [1 1 0] >>")
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([text("R", 11, 72, 700, " ".join(words))], annotations=mark))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    source = " ".join(words[:2]) + f' <a href="x">{words[2]}</a> ' + " ".join(words[3:])
+    inside = re.search(r"<a[^>]*>(.*?)</a>", translator.translate_markup([source])[0]).group(1)
+    page = pdfium.PdfDocument(out)[0]
+    annotation = raw.FPDFPage_GetAnnot(page.raw, 0)
+    assert raw.FPDFAnnot_GetSubtype(annotation) == raw.FPDF_ANNOT_HIGHLIGHT
+    quad = raw.FS_QUADPOINTSF()
+    assert raw.FPDFAnnot_CountAttachmentPoints(annotation) == 1
+    raw.FPDFAnnot_GetAttachmentPoints(annotation, 0, quad)
+    raw.FPDFPage_CloseAnnot(annotation)
+    left, right = min(quad.x1, quad.x3), max(quad.x2, quad.x4)
+    bottom, top = min(quad.y3, quad.y4), max(quad.y1, quad.y2)
+    under = page.get_textpage().get_text_bounded(left + 0.5, bottom + 1, right - 0.5, top - 1)
+    assert under.replace(" ", "") == inside.replace(" ", "")

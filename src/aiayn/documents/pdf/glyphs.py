@@ -52,7 +52,7 @@ class Line:
     ends: list[float] = field(default_factory=list)  # and its right edge
     owners: list[int] = field(default_factory=list)  # and the text object drawing it (0: none)
     origins: list[float] = field(default_factory=list)  # and where it was drawn from
-    links: list[int] = field(default_factory=list)  # and the link over it (-1: none)
+    links: list[int] = field(default_factory=list)  # and the link (highlight) over it, or -1
     left: float = 0.0
     right: float = 0.0
     baseline: float = 0.0
@@ -185,15 +185,23 @@ def _font_style(textpage, index: int, raw, name_buffer, flags) -> tuple[str, boo
 
 
 def _link_areas(page, raw) -> list[tuple[int, float, float, float, float]]:
-    """The page's links: each annotation's number and its rectangle (left, bottom, right,
-    top)."""
-    areas, rect = [], raw.FS_RECTF()
+    """The page's links, and its highlights and other text markups (underline, squiggle,
+    strike-out annotations) that say over which words they lie: each annotation's number
+    and its rectangle (left, bottom, right, top); a markup's, one for each of its areas."""
+    areas, rect, quad = [], raw.FS_RECTF(), raw.FS_QUADPOINTSF()
     for k in range(raw.FPDFPage_GetAnnotCount(page.raw)):
         annotation = raw.FPDFPage_GetAnnot(page.raw, k)
-        if raw.FPDFAnnot_GetSubtype(annotation) == raw.FPDF_ANNOT_LINK and \
-                raw.FPDFAnnot_GetRect(annotation, rect):
+        kind = raw.FPDFAnnot_GetSubtype(annotation)
+        if kind == raw.FPDF_ANNOT_LINK and raw.FPDFAnnot_GetRect(annotation, rect):
             areas.append((k, min(rect.left, rect.right), min(rect.bottom, rect.top),
                           max(rect.left, rect.right), max(rect.bottom, rect.top)))
+        elif kind in (raw.FPDF_ANNOT_HIGHLIGHT, raw.FPDF_ANNOT_UNDERLINE,
+                      raw.FPDF_ANNOT_SQUIGGLY, raw.FPDF_ANNOT_STRIKEOUT):
+            for n in range(raw.FPDFAnnot_CountAttachmentPoints(annotation)):
+                if raw.FPDFAnnot_GetAttachmentPoints(annotation, n, quad):
+                    xs, ys = (quad.x1, quad.x2, quad.x3, quad.x4), (quad.y1, quad.y2, quad.y3,
+                                                                     quad.y4)
+                    areas.append((k, min(xs), min(ys), max(xs), max(ys)))
         raw.FPDFPage_CloseAnnot(annotation)
     return areas
 

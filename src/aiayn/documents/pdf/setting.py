@@ -220,8 +220,10 @@ def _words(translated: list[tuple[str, int | None]],
 
 
 def relink(page, raw, linked: dict[int, list[Box]]) -> None:
-    """Moves each link (by its annotation's number) over the boxes of its translated words:
-    its rectangle around them all, and an area (QuadPoints) for each line they are on."""
+    """Moves each link or highlight (by its annotation's number) over the boxes of its
+    translated words: its rectangle around them all, and an area (QuadPoints) for each line
+    they are on. A highlight's drawing, made for where it was, goes: viewers (PDFium among
+    them) draw it again from its areas."""
     for number, boxes in linked.items():
         annotation = raw.FPDFPage_GetAnnot(page.raw, number)
         rows: dict[float, list[Box]] = {}
@@ -234,12 +236,17 @@ def relink(page, raw, linked: dict[int, list[Box]]) -> None:
         raw.FPDFAnnot_SetRect(annotation, rect)
         if raw.FPDFAnnot_HasAttachmentPoints(annotation):
             count = raw.FPDFAnnot_CountAttachmentPoints(annotation)
-            for k, (left, bottom, right, top) in enumerate(areas):
+            # (an area left over from more lines than now is laid over the last one: PDFium
+            # can set and add areas, not take one away)
+            for k in range(max(count, len(areas))):
+                left, bottom, right, top = areas[min(k, len(areas) - 1)]
                 quad = raw.FS_QUADPOINTSF(left, top, right, top, left, bottom, right, bottom)
                 if k < count:
                     raw.FPDFAnnot_SetAttachmentPoints(annotation, k, quad)
                 else:
                     raw.FPDFAnnot_AppendAttachmentPoints(annotation, quad)
+        if raw.FPDFAnnot_GetSubtype(annotation) != raw.FPDF_ANNOT_LINK:
+            raw.FPDFAnnot_SetAP(annotation, raw.FPDF_ANNOT_APPEARANCEMODE_NORMAL, None)
         raw.FPDFPage_CloseAnnot(annotation)
 
 
