@@ -1200,17 +1200,23 @@ def test_markdown_html_blocks_are_pieces_of_one_page(toy_model, translator, tmp_
     """CommonMark ends an HTML block at a blank line, so ``<details>`` and ``</details>`` come
     in different blocks: each is translated, with its attributes, and neither is warned
     about as malformed. A code span written in an HTML block stays as written. A
-    picture's description in inline HTML is translated too."""
+    picture's description in inline HTML is translated too, and inline HTML's start and end
+    tags stay around their words."""
+    import re
     page = (f"<details>\n<summary>{SENTENCES[0]}</summary>\n\n{SENTENCES[1]}\n\n</details>\n\n"
             f'<p align="center"><img src="a.png" alt="{SENTENCES[2]}"></p>\n\n'
             f"<div>{SENTENCES[3]} `make install`.</div>\n\n"
-            f'{SENTENCES[4]} <img src="b.png" alt="{SENTENCES[5]}">\n')
+            f'{SENTENCES[4]} <img src="b.png" alt="{SENTENCES[5]}">\n\n'
+            f'{SENTENCES[6]} <kbd>Ctrl</kbd> <span title="{SENTENCES[0]}">{SENTENCES[7]}</span>\n')
     path = tmp_path / "in.md"
     path.write_text(page, encoding="utf-8")
     capsys.readouterr()
     out = run(toy_model, path, tmp_path / "out.md").decode()
     t = translator.translate(SENTENCES[:6])
     assert f'<img src="b.png" alt="{t[5]}">' in out  # inline HTML's too
+    # inline HTML's elements: a <kbd>'s words kept, a <span>'s around its translated words
+    assert "<kbd>Ctrl</kbd>" in out
+    assert re.search(rf'<span title="{t[0]}">[^<\s][^<]*</span>', out), out
     assert out.startswith(f"<details>\n<summary>{t[0]}</summary>\n\n{t[1]}\n\n</details>\n\n"
                           f'<p align="center"><img src="a.png" alt="{t[2]}"></p>\n\n<div>')
     last = out.split("<div>")[1].split("</div>")[0]

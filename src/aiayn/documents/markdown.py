@@ -4,14 +4,16 @@ each translated whole with its emphasis, strong text, strikethrough and links ca
 markup path, as a Word paragraph's runs are (``aiayn.documents.word``).
 
 A block's inline content becomes one sentence of markup: ``<b>``, ``<i>``, ``<s>`` and ``<a>``
-(each ``data-m=K``, K the token in the block's own list) around their text; code spans,
-autolinks, pictures and inline HTML a ``<code>`` or point kept as written; a hard line break
-the end of a line. The translation is turned back into mistletoe's tokens, copies of the
-source's around the translated words, and mistletoe's Markdown renderer writes the document
-again: its structure, fences, link reference definitions and tables as they were, each
-paragraph on one line. HTML blocks go through the HTML path (``aiayn.markup``), as pieces of
-one page; pictures' descriptions and titles are translated as plain sentences. Code blocks, a
-YAML front matter and what lies between translate-toolkit's ``<!-- translate:off -->`` and
+(each ``data-m=K``, K the token in the block's own list) around their text; inline HTML's
+start and end tags a ``<span>`` around what lies between them (a ``<code>``, kept as
+written, for ``<kbd>`` and its kind); code spans, autolinks, pictures and a tag without its
+other half a ``<code>`` or point kept as written; a hard line break the end of a line.
+The translation is turned back into mistletoe's tokens, copies of the source's around the
+translated words, and mistletoe's Markdown renderer writes the document again: its
+structure, fences, link reference definitions and tables as they were, each paragraph on
+one line. HTML blocks go through the HTML path (``aiayn.markup``), as pieces of one page;
+pictures' descriptions and titles are translated as plain sentences. Code blocks, a YAML
+front matter and what lies between translate-toolkit's ``<!-- translate:off -->`` and
 ``<!-- translate:on -->`` stay as written.
 """
 
@@ -20,9 +22,11 @@ from __future__ import annotations
 import copy
 import html
 import re
+from dataclasses import dataclass
 
 from ..data import charset
 from ..errors import UserError, require
+from ..markup.document import KEEP
 from . import Job
 
 # inline tokens whose text is translated, and the tag each is to the markup path
@@ -47,6 +51,8 @@ _CODED = re.compile(r'<code data-backticks="(\d+)">([^<]*)</code>')
 _SAYS = re.compile(r"""\s(?:alt|title|placeholder)\s*=\s*["']?\s*\w""", re.IGNORECASE)
 # translate-toolkit's markers of a stretch left as written (Weblate reads Markdown through it)
 _MARKER = re.compile(r"<!--\s*translate:(on|off)\s*-->")
+_OPEN = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^>]*)?(?<!/)>")  # a start tag, not one closing itself
+_VOID = {"br", "img", "hr", "input", "wbr", "area", "col", "embed", "source", "meta", "link"}
 
 
 def translate_md(data: bytes, job: Job) -> bytes:
@@ -228,7 +234,17 @@ def _markup(children) -> tuple[str, list]:
 
     def walk(children) -> str:
         out = ""
+        children = _paired(list(children))
         for token in children:
+            if isinstance(token, _Pair):  # inline HTML's element: its tags around its words
+                tokens.append(token)
+                k = len(tokens) - 1
+                if token.kept:
+                    shown = html.escape(_plain(token.inner), quote=False)
+                    out += f'<code data-m="{k}">{shown}</code>'
+                else:
+                    out += f'<span data-m="{k}">{walk(token.inner)}</span>'
+                continue
             name = type(token).__name__
             if name == "RawText":  # its notes' references kept as written, as code is
                 at = 0
@@ -259,6 +275,48 @@ def _markup(children) -> tuple[str, list]:
     return walk(children), tokens
 
 
+@dataclass
+class _Pair:
+    """Inline HTML's start tag and end tag in a paragraph (mistletoe reads each as a token of
+    its own) and the tokens between them; ``kept``: an element whose words are written as
+    they are (``<kbd>``, ``<code>``)."""
+
+    start: object
+    inner: list
+    end: object
+    kept: bool
+
+
+def _paired(children: list) -> list:
+    """``children`` with each inline HTML start tag and its end tag among them taken
+    together with what lies between (a tag without its other half stays a point)."""
+    out, at = [], 0
+    while at < len(children):
+        token = children[at]
+        opened = _OPEN.fullmatch(token.content) if type(token).__name__ == "HtmlSpan" else None
+        name = opened.group(1).lower() if opened else ""
+        depth, end = 0, None
+        for k in range(at + 1, len(children) if opened and name not in _VOID else at + 1):
+            other = children[k]
+            if type(other).__name__ != "HtmlSpan":
+                continue
+            inner = _OPEN.fullmatch(other.content)
+            if inner and inner.group(1).lower() == name:
+                depth += 1
+            elif re.fullmatch(rf"</{re.escape(name)}\s*>", other.content, re.IGNORECASE):
+                if depth == 0:
+                    end = k
+                    break
+                depth -= 1
+        if end is None:
+            out.append(token)
+            at += 1
+            continue
+        out.append(_Pair(token, children[at + 1:end], children[end], name in KEEP))
+        at = end + 1
+    return out
+
+
 def _tokens(translated: str, tokens: list, renderer) -> list:
     """A block's translated markup as mistletoe's inline tokens: the source's tokens (copies,
     for those around words) with the translated words in them. A reference link named by its
@@ -279,6 +337,11 @@ def _tokens(translated: str, tokens: list, renderer) -> list:
                     out += build(node.children)
                     continue
                 token = tokens[int(k)]
+                if isinstance(token, _Pair):  # its tags around its words, or kept
+                    inner = token.inner if token.kept else build(node.children)
+                    if inner:
+                        out += [token.start, *inner, token.end]
+                    continue
                 if type(token).__name__ in _AROUND:
                     inner = build(node.children)
                     if not inner:
