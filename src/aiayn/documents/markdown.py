@@ -295,26 +295,31 @@ def _paired(children: list) -> list:
         token = children[at]
         opened = _OPEN.fullmatch(token.content) if type(token).__name__ == "HtmlSpan" else None
         name = opened.group(1).lower() if opened else ""
-        depth, end = 0, None
-        for k in range(at + 1, len(children) if opened and name not in _VOID else at + 1):
-            other = children[k]
-            if type(other).__name__ != "HtmlSpan":
-                continue
-            inner = _OPEN.fullmatch(other.content)
-            if inner and inner.group(1).lower() == name:
-                depth += 1
-            elif re.fullmatch(rf"</{re.escape(name)}\s*>", other.content, re.IGNORECASE):
-                if depth == 0:
-                    end = k
-                    break
-                depth -= 1
+        end = _end_tag(children, at, name) if opened and name not in _VOID else None
         if end is None:
             out.append(token)
             at += 1
-            continue
-        out.append(_Pair(token, children[at + 1:end], children[end], name in KEEP))
-        at = end + 1
+        else:
+            out.append(_Pair(token, children[at + 1:end], children[end], name in KEEP))
+            at = end + 1
     return out
+
+
+def _end_tag(children: list, at: int, name: str) -> int | None:
+    """Where among ``children`` the start tag at ``at`` (of element ``name``) ends: the
+    index of its end tag, others of its name opened and closed between; None for none."""
+    depth = 0
+    for k in range(at + 1, len(children)):
+        if type(children[k]).__name__ != "HtmlSpan":
+            continue
+        opened = _OPEN.fullmatch(children[k].content)
+        if opened and opened.group(1).lower() == name:
+            depth += 1
+        elif re.fullmatch(rf"</{re.escape(name)}\s*>", children[k].content, re.IGNORECASE):
+            if depth == 0:
+                return k
+            depth -= 1
+    return None
 
 
 def _tokens(translated: str, tokens: list, renderer) -> list:

@@ -182,6 +182,7 @@ class Document:
         text: list[str] = []  # the segment's text, whitespace collapsed
         length = 0
         points: list[Span] = []  # spans over no text, the whitespace after them not yet seen
+        bare = False  # whether the text writes a ">" bare
 
         def append(piece: str) -> None:
             nonlocal length
@@ -202,7 +203,9 @@ class Document:
             return span
 
         def add(node: Node, into: list[Span]) -> None:
+            nonlocal bare
             if isinstance(node, Text):
+                bare = bare or ">" in node.raw
                 append(node.text)
             elif isinstance(node, Other):
                 into.append(point(Span(length, length, keep=node.raw)))
@@ -234,9 +237,8 @@ class Document:
                 char = html.unescape(entity)
                 if len(char) == 1 and char not in "&<>\"'":
                     entities[char] = entity
-        greater = not any(">" in text.raw for text in _texts(run))
         self._items.append(_Segment(self._sentences(plain, spans), lead, trail, entities,
-                                    greater))
+                                    not bare))
 
     def _sentences(self, plain: str, spans: list[Span]) -> list[int]:
         """Units of a segment's text: its sentences, those a span crosses joined."""
@@ -328,15 +330,6 @@ class Document:
                                        fallback=fallback.get(i, [])))
                 out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
         return "".join(out)
-
-
-def _texts(nodes: list[Node]):
-    """The text nodes among ``nodes`` and inside them, in order."""
-    for node in nodes:
-        if isinstance(node, Text):
-            yield node
-        elif isinstance(node, Element):
-            yield from _texts(node.children)
 
 
 def _xhtml(root: Element) -> bool:

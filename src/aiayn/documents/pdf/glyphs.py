@@ -158,8 +158,9 @@ def _ruled(lines: list[Line], page, raw, top_level: set[int]) -> None:
     for line in filter(lambda line: line.plain, lines):  # (rotated text's are not)
         for address, left, bottom, right, top in rules:
             if address not in top_level or top - bottom > 0.15 * line.size or \
-                    left < line.left - 0.5 * line.size or right > line.right + 0.5 * line.size:
-                continue  # no wider than the line, no thicker than a heavy underline
+                    left < line.left - 0.5 * line.size or right > line.right + 0.5 * line.size \
+                    or abs(bottom - line.baseline) > line.size:
+                continue  # no wider than the line, no thicker than a heavy underline, near it
             marked = []
             for k, (a, b) in enumerate(zip(line.starts, line.ends)):
                 base, size = line.bases[k], line.styles[k].size
