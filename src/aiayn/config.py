@@ -85,6 +85,10 @@ class ModelConfig:
             on word alignments and read for them in place of ``alignment_layer``'s head: its
             own projections over the decoder's output and the encoder's, its output unused;
             the row fed target piece t aligns piece t (Chen et al. 2020's shift).
+        source_aligner: a second aligner beside ``aligner``, read the other way
+            (``Transformer.source_aligner``): each source piece's weights over the rows fed
+            the target pieces, the row fed the start piece standing for no counterpart (an
+            IBM model's empty word). It reads the model's states without training them.
     """
 
     vocab_size: int = 8000
@@ -115,6 +119,7 @@ class ModelConfig:
     decoder_start: str = "bos"
     alignment_layer: int | None = None
     aligner: bool = False
+    source_aligner: bool = False
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:
@@ -152,7 +157,7 @@ class ModelConfig:
         if self.sinusoid_layout == "halves" and self.d_model % 2:
             fail("sinusoid_layout", "'halves' needs an even d_model")
         for name in ("share_embeddings", "tie_output", "scale_embeddings", "output_bias",
-                     "aligner"):
+                     "aligner", "source_aligner"):
             if not isinstance(getattr(self, name), bool):
                 fail(name, "must be true or false")
         if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
@@ -165,6 +170,8 @@ class ModelConfig:
                  "or null")
         if self.aligner and self.alignment_layer is not None:
             fail("aligner", "and alignment_layer are two places for one alignment: set one")
+        if self.source_aligner and not self.aligner:
+            fail("source_aligner", "reads beside an aligner: set aligner to true as well")
         if self.bos_id is None and self.decoder_start == "bos":
             fail("bos_id", "may be null only with decoder_start 'pad'")
         ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id,

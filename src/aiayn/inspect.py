@@ -36,6 +36,9 @@ class AttentionMaps:
         encoder: per layer (H, S, S); decoder: per layer (H, T, T); cross: per layer (H, T, S).
         aligner: (T, S), the aligner's weights where the model has one
             (``ModelConfig.aligner``); its row t + 1 aligns target piece t.
+        source_aligner: (S, T), the source aligner's weights where the model has one
+            (``ModelConfig.source_aligner``): source piece s's over the decoder's rows, column
+            0 the empty word and column t + 1 target piece t.
     """
 
     src_tokens: list[str]
@@ -44,6 +47,7 @@ class AttentionMaps:
     decoder: list[Tensor]
     cross: list[Tensor]
     aligner: Tensor | None = None
+    source_aligner: Tensor | None = None
 
     def axes(self, kind: str) -> tuple[list[str], list[str]]:
         """(query labels, key labels) of one kind of map."""
@@ -92,10 +96,12 @@ def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[i
             x, decoder, cross = model.decoder(model.tgt_embed(tgt_in), memory, src_mask,
                                               return_weights=True)
             aligner = None if model.aligner is None else model.aligner(x, memory, src_mask)
+            source = model.source_align(memory, x, src_mask, tgt_in)
         # (read on the CPU, where links are made)
         encoder, decoder, cross = ([w.float().cpu() for w in ws] for ws in (encoder, decoder,
                                                                           cross))
         aligner = None if aligner is None else aligner.float().cpu()
+        source = None if source is None else source.float().cpu()
         for row, k in enumerate(batch):
             s, t = len(srcs[row]), len(tgts[row])
             out[k] = AttentionMaps(
@@ -105,6 +111,7 @@ def batched_attention_maps(model, tokenizer, pairs: list[tuple[list[int], list[i
                 decoder=[w[row, :, :t, :t] for w in decoder],  # (H, T, T)
                 cross=[w[row, :, :t, :s] for w in cross],  # (H, T, S)
                 aligner=None if aligner is None else aligner[row, :t, :s],  # (T, S)
+                source_aligner=None if source is None else source[row, :s, :t],  # (S, T)
             )
     return cast("list[AttentionMaps]", out)
 
@@ -170,27 +177,61 @@ def _word_weights(maps: AttentionMaps, layer: int | None, head: int | None, alig
         if head is not None:
             stack = stack[:, head:head + 1]
         weights = stack.mean((0, 1))  # (T, S)
-    src_words = word_starts(maps.src_tokens)
-    tgt_words = word_starts(maps.tgt_tokens[1:])  # row t predicts tgt_tokens[t + 1]
-    n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
-    if n_src == 0 or n_tgt == 0:
+    words = _pieces_of_words(maps)
+    if words is None:
         return None
+    n_src, n_tgt, cols, sw_of, rows, tw_of = words
     # the weights summed over each source word's pieces (each target piece's weight on each
-    # source word), then over each target word's pieces; pieces of no word (-1) add nothing
-    rows = torch.tensor([t for t, tw in enumerate(tgt_words) if tw >= 0], dtype=torch.long)
-    cols = torch.tensor([s for s, sw in enumerate(src_words) if sw >= 0], dtype=torch.long)
-    tw_of = torch.tensor(tgt_words, dtype=torch.long)[rows]
-    sw_of = torch.tensor(src_words, dtype=torch.long)[cols]
+    # source word), then over each target word's pieces
     by_word = torch.zeros(len(rows), n_src).index_add_(
         1, sw_of, weights[rows][:, cols].float())  # (target pieces, n_src)
     merged = torch.zeros(n_tgt, n_src).index_add_(0, tw_of, by_word)  # (n_tgt, n_src)
     return merged, by_word.amax(0)
 
 
+def _pieces_of_words(maps: AttentionMaps
+                     ) -> tuple[int, int, Tensor, Tensor, Tensor, Tensor] | None:
+    """The words of a pair's two sides: their counts, and the source pieces that belong to a
+    word with each one's word, then the target pieces (piece t is decoder row t + 1's input
+    and row t's prediction) with theirs; pieces of no word (-1) are left out. None where a
+    side has no word."""
+    src_words = word_starts(maps.src_tokens)
+    tgt_words = word_starts(maps.tgt_tokens[1:])
+    n_src, n_tgt = max(src_words) + 1, max(tgt_words, default=-1) + 1
+    if n_src == 0 or n_tgt == 0:
+        return None
+    src = torch.tensor([s for s, w in enumerate(src_words) if w >= 0], dtype=torch.long)
+    tgt = torch.tensor([t for t, w in enumerate(tgt_words) if w >= 0], dtype=torch.long)
+    return (n_src, n_tgt, src, torch.tensor(src_words, dtype=torch.long)[src],
+            tgt, torch.tensor(tgt_words, dtype=torch.long)[tgt])
+
+
+def source_word_weights(maps: AttentionMaps) -> tuple[Tensor, Tensor] | None:
+    """The source aligner's weights between words (``maps.source_aligner``): (n_src, n_tgt),
+    a source word's pieces averaged (each piece's row sums to one) and a target word's
+    summed, and each source word's weight on the empty word (n_src,); None where a side has
+    no word."""
+    assert maps.source_aligner is not None
+    words = _pieces_of_words(maps)
+    if words is None:
+        return None
+    n_src, n_tgt, rows, sw_of, cols, tw_of = words
+    weights = maps.source_aligner[rows].float()  # (source pieces, 1 + target pieces)
+    by_word = torch.zeros(len(rows), n_tgt).index_add_(1, tw_of, weights[:, cols + 1])
+    pieces = torch.zeros(n_src).index_add_(0, sw_of, torch.ones(len(rows)))[:, None]
+    merged = torch.zeros(n_src, n_tgt).index_add_(0, sw_of, by_word) / pieces
+    empty = torch.zeros(n_src).index_add_(0, sw_of, weights[:, 0]) / pieces[:, 0]
+    return merged, empty
+
+
 def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, int]]:
     """Each source word with the target word that attends to it most, by the weights
     ``model_alignments`` reads: where an inline tag's words have no link, the tag goes around
-    these rather than around no word (``aiayn.markup.place``)."""
+    these rather than around no word (``aiayn.markup.place``). A source aligner says it
+    itself: the target word it weighs most, the empty word aside."""
+    if maps.source_aligner is not None:
+        read = source_word_weights(maps)
+        return [] if read is None else [(i, int(row.argmax())) for i, row in enumerate(read[0])]
     if maps.aligner is not None:
         found = _word_weights(maps, None, None, True)
     elif cfg.alignment_layer is not None:
@@ -204,6 +245,7 @@ def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, 
 
 
 HEAD_MIN_WEIGHT = 0.2  # an alignment head's least weight on a source word that keeps links
+EMPTY_MIN_WEIGHT = 0.7  # a source aligner's least weight on the empty word that drops them
 
 
 def model_alignments(maps: AttentionMaps, cfg: ModelConfig, *, sure_first: bool = False
@@ -211,10 +253,16 @@ def model_alignments(maps: AttentionMaps, cfg: ModelConfig, *, sure_first: bool 
     """``word_alignments`` as the model gives them best: from its aligner or its alignment head
     where it was trained with guided alignment (``cfg.aligner``, ``cfg.alignment_layer``),
     source words that no target piece gives ``HEAD_MIN_WEIGHT`` of its attention left
-    unaligned; else every layer and head."""
+    unaligned, and those whose pieces the source aligner (``cfg.source_aligner``) puts on its
+    empty word with ``EMPTY_MIN_WEIGHT`` of their weight; else every layer and head."""
     if maps.aligner is not None:
-        return word_alignments(maps, sure_first=sure_first, min_weight=HEAD_MIN_WEIGHT,
-                               aligner=True)
+        links = word_alignments(maps, sure_first=sure_first, min_weight=HEAD_MIN_WEIGHT,
+                                aligner=True)
+        read = None if maps.source_aligner is None else source_word_weights(maps)
+        if read is None:
+            return links
+        empty = read[1]
+        return [(i, j) for i, j in links if empty[i] < EMPTY_MIN_WEIGHT]
     layer = cfg.alignment_layer
     if layer is None:
         return word_alignments(maps, sure_first=sure_first)

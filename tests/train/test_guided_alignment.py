@@ -81,7 +81,7 @@ def test_alignment_weights_come_with_the_same_logits(kind):
     src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
     src[1, 5:] = model.cfg.pad_id
     logits, weights = model(src, tgt, return_weights=True)
-    aligned_logits, aligned = model(src, tgt, return_alignment=True)
+    aligned_logits, aligned, _ = model(src, tgt, return_alignment=True)
     torch.testing.assert_close(aligned_logits, logits)
     torch.testing.assert_close(aligned, weights.cross[1][:, 0] if kind == "head"
                                else weights.aligner)
@@ -98,7 +98,7 @@ def test_the_aligners_loss_trains_it_and_the_states_it_reads():
     encoder below its keys are trained."""
     model = Transformer(ModelConfig.preset("tiny", vocab_size=40, aligner=True))
     src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
-    _, aligned = model(src, tgt, return_alignment=True)
+    _, aligned, _ = model(src, tgt, return_alignment=True)
     target = torch.zeros(3, 5, 7)
     target[:, 1:, 0] = 1.0
     alignment_loss(aligned, target).backward()
@@ -140,10 +140,11 @@ def test_alignment_loss_is_the_cross_entropy_of_linked_rows():
     torch.testing.assert_close(alignment_loss(attention, target), -torch.tensor(0.5).log())
 
 
-def guided(root, name: str, aligner: bool) -> tuple:
+def guided(root, name: str, aligner: bool, steps: int = 300) -> tuple:
     """A tiny model trained on the toy task with its true alignments (a few seconds)."""
     cfg = TrainConfig(preset="tiny", model={"dropout": 0.0, "d_model": 64, "d_ff": 128},
-                      max_tokens=1500, max_steps=300, valid_every=300, valid_bleu_sentences=0,
+                      max_tokens=1500, max_steps=steps, valid_every=steps,
+                      valid_bleu_sentences=0,
                       alignment_weight=0.5, aligner=aligner, precision="fp32")
     lines: list[str] = []
     train(root / "data", root / name, cfg, progress=False, log=lines.append)
@@ -246,7 +247,7 @@ def test_ctranslate2_reads_the_alignment_head_of_an_export(head_run, tmp_path):
         tgt = [translator.tokenizer.sp.PieceToId(p) for p in result.hypotheses[0]]
         tgt_in = torch.tensor([[translator.cfg.start_id, *tgt]])
         with torch.no_grad():
-            _, head = translator.model(torch.tensor([src]), tgt_in, return_alignment=True)
+            _, head, _ = translator.model(torch.tensor([src]), tgt_in, return_alignment=True)
         # (target pieces, source pieces): CTranslate2 leaves out the source's EOS column
         theirs = torch.tensor(result.attention[0])
         assert theirs.shape == (len(tgt), len(src) - 1)
@@ -272,14 +273,18 @@ def test_aligner_only_trains_the_aligner_and_nothing_else(aligned_data):
     assert any("aligner only: the model's own weights stay as they are" in x for x in lines)
     before = load_file(str(Checkpoint.open(root / "finished").path / "model.safetensors"))
     after = load_file(str(Checkpoint.open(root / "only").path / "model.safetensors"))
-    assert {k for k in after if not k.startswith("aligner.")} == set(before)
+    aligners = ("aligner.", "source_aligner.")
+    assert {k for k in after if not k.startswith(aligners)} == set(before)
     for name, value in before.items():
         assert torch.equal(after[name], value), name
-    assert {k for k in after if k.startswith("aligner.")} == {
-        f"aligner.{k}_proj.{part}" for k in "qk" for part in ("weight", "bias")}
+    assert {k for k in after if k.startswith(aligners)} == {
+        f"{a}{k}_proj.{part}" for a in aligners for k in "qk" for part in ("weight", "bias")}
     model = Checkpoint.open(root / "only").model(Transformer).eval()
     src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
-    torch.testing.assert_close(model.align(src, tgt), model(src, tgt, return_alignment=True)[1])
+    aligned, source = model.align(src, tgt)
+    _, want, want_source = model(src, tgt, return_alignment=True)
+    torch.testing.assert_close(aligned, want)
+    torch.testing.assert_close(source, want_source)
     curve = list(losses(root / "only").values())
     assert curve[-1] < curve[0]
     sources = [s for s, _ in pairs[:5]]
@@ -306,3 +311,93 @@ def test_aligner_only_resumes_exactly(aligned_data, tmp_path):
     a = load_file(str(tmp_path / "whole/checkpoints/last/model.safetensors"))
     b = load_file(str(tmp_path / "split/checkpoints/last/model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_source_aligner_targets_are_the_links_read_from_the_source():
+    """Each source piece spread evenly over the rows fed the target pieces linked to it; a
+    piece with none on row 0, the empty word; the EOS, padding and a pair without links
+    (its words changed by normalization) add nothing."""
+    from aiayn.train.step import source_alignment
+    cfg = ModelConfig.preset("tiny", vocab_size=40)
+    eos, pad = cfg.eos_id, cfg.pad_id
+    src = torch.tensor([[5, 6, 7, 8, eos], [5, 6, eos, pad, pad], [5, 6, 7, 8, eos]])
+    alignment = torch.zeros(3, 4, 5)  # (B, T, S): row t + 1 holds target piece t's links
+    alignment[0, 1, 0] = alignment[0, 2, 0] = 0.5  # piece 0 -> target pieces 0 and 1
+    alignment[0, 3, 2] = 1.0  # piece 2 -> target piece 2; pieces 1 and 3 have none
+    alignment[1, 1, 1] = 1.0  # piece 1 -> target piece 0; piece 0 has none
+    want = torch.zeros(3, 5, 4)
+    want[0, 0, 1] = want[0, 0, 2] = 0.5
+    want[0, 2, 3] = 1.0
+    want[0, 1, 0] = want[0, 3, 0] = 1.0
+    want[1, 1, 1] = want[1, 0, 0] = 1.0
+    torch.testing.assert_close(source_alignment(alignment, src, pad), want)
+
+
+def test_the_source_aligner_reads_the_states_without_training_them():
+    """Its (B, S, T) weights are each source piece's distribution over the real target rows
+    (row 0, fed the start piece, its empty word), padded sources weigh nothing, and its loss
+    reaches its own projections alone: the translation learns nothing from it."""
+    model = Transformer(ModelConfig.preset("tiny", vocab_size=40, aligner=True,
+                                           source_aligner=True))
+    src, tgt = torch.randint(4, 40, (3, 7)), torch.randint(4, 40, (3, 5))
+    src[1, 5:] = model.cfg.pad_id
+    tgt[2, 3:] = model.cfg.pad_id
+    _, _, source = model(src, tgt, return_alignment=True)
+    assert source.shape == (3, 7, 5)
+    assert (source[1, 5:] == 0).all() and (source[2, :, 3:] == 0).all()
+    real = src != model.cfg.pad_id
+    torch.testing.assert_close(source.sum(-1)[real], torch.ones(int(real.sum())))
+    target = torch.zeros(3, 7, 5)
+    target[:, :4, 1] = 1.0
+    alignment_loss(source, target).backward()
+    trained = {name for name, p in model.named_parameters()
+               if p.grad is not None and p.grad.abs().sum() > 0}
+    assert {f"source_aligner.{k}_proj.weight" for k in "qk"} <= trained
+    assert all(name.startswith("source_aligner.") for name in trained), trained
+    with pytest.raises(ConfigError, match="source_aligner .True. reads beside an aligner"):
+        ModelConfig.preset("tiny", vocab_size=40, source_aligner=True)
+
+
+def test_the_source_aligner_gives_the_words_a_tag_falls_back_on(guided_run):
+    """Trained with `--aligner`, a model has a source aligner too; on the toy reversal task
+    each source word's strongest target word by it is the reversal."""
+    from aiayn.inspect import strongest_targets
+    translator = aiayn.load(guided_run[0])
+    assert translator.cfg.source_aligner
+    assert any("the aligner and the source aligner learn" in line for line in guided_run[1])
+    right = total = 0
+    for source, target in toy_pairs(30, seed=7):
+        n = len(source.split())
+        maps = translator.attention(source, target)
+        assert maps.source_aligner is not None
+        right += sum(j == n - 1 - i for i, j in strongest_targets(maps, translator.cfg))
+        total += n
+    assert right / total >= 0.9, (right, total)
+
+
+def test_a_source_word_the_links_never_give_a_counterpart_is_left_unaligned(tmp_path):
+    """Trained on links that never link the first source word, the source aligner puts it on
+    the empty word and the model's links leave it out; the aligner alone, whose rows only
+    learn what each target word translates, still links it."""
+    from aiayn.inspect import model_alignments
+    pairs = toy_pairs(400, seed=1)
+    files = write_pairs(tmp_path, "train", pairs)
+    (tmp_path / "train.aln").write_text("".join(
+        " ".join(f"{i}-{len(s.split()) - 1 - i}" for i in range(1, len(s.split()))) + "\n"
+        for s, _ in pairs))
+    prepare(TextPair(*files), tmp_path / "data", vocab_size=100,
+            alignments=tmp_path / "train.aln", log=lambda *_: None)
+    run, _ = guided(tmp_path, "run", aligner=True, steps=600)
+    translator = aiayn.load(run)
+    first = without = others = total = 0
+    for source, target in toy_pairs(30, seed=7):
+        n = len(source.split())
+        maps = translator.attention(source, target)
+        links = set(model_alignments(maps, translator.cfg))
+        first += any(i == 0 for i, _ in links)
+        without += any(i == 0 for i, _ in model_alignments(
+            dataclasses.replace(maps, source_aligner=None), translator.cfg))
+        others += len(links & {(i, n - 1 - i) for i in range(1, n)})
+        total += n - 1
+    assert first <= 3 and without >= 15, (first, without)
+    assert others / total >= 0.9, (others, total)

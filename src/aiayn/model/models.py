@@ -103,6 +103,7 @@ class Transformer(nn.Module):
         _init_linear_weights(self.encoder)
         _init_linear_weights(self.decoder)
         self.aligner = Aligner(cfg.d_model) if cfg.aligner else None
+        self.source_aligner = Aligner(cfg.d_model) if cfg.source_aligner else None
 
     def encode(self, src: Tensor, *, return_weights: bool = False
                ) -> tuple[Tensor, Tensor, list[Tensor]]:
@@ -114,14 +115,16 @@ class Transformer(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor, *, return_weights: bool = False,
                 return_alignment: bool = False
-                ) -> Tensor | tuple[Tensor, AttentionWeights] | tuple[Tensor, Tensor]:
+                ) -> (Tensor | tuple[Tensor, AttentionWeights]
+                      | tuple[Tensor, Tensor, Tensor | None]):
         """src (B, S), tgt_in (B, T) -> logits (B, T, V) [and AttentionWeights]. Target padding
         needs no mask: pads sit after the real tokens and the causal mask already hides every
         later position.
 
-        ``return_alignment``: logits and the (B, T, S) weights of the alignment head (the
+        ``return_alignment``: logits, the (B, T, S) weights of the alignment head (the
         aligner, or the first cross-attention head of ``cfg.alignment_layer``), which guided
-        alignment trains.
+        alignment trains, and the source aligner's (B, S, T) weights where the model has one
+        (``source_align``), else None.
         """
         head = return_alignment and self.aligner is None  # (the alignment layer's weights)
         if head and self.cfg.alignment_layer is None:
@@ -136,21 +139,36 @@ class Transformer(nn.Module):
                    and (return_alignment or return_weights) else None)
         if return_alignment:
             if aligned is None:  # (every layer's weights when return_weights asks too)
-                return logits, cross_w[self.cfg.alignment_layer if return_weights else 0][:, 0]
-            return logits, aligned
+                return (logits, cross_w[self.cfg.alignment_layer if return_weights else 0][:, 0],
+                        None)
+            return logits, aligned, self.source_align(memory, x, src_mask, tgt_in)
         if return_weights:
             return logits, AttentionWeights(enc_w, self_w, cross_w, aligned)
         return logits
 
-    def align(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """The aligner's (B, T, S) weights for teacher-forced targets, without the logits: what
-        ``aiayn train --aligner-only`` trains, the rest of the model run without gradients."""
+    def align(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        """The aligner's (B, T, S) weights for teacher-forced targets, and the source aligner's
+        (B, S, T) where the model has one, without the logits: what ``aiayn train
+        --aligner-only`` trains, the rest of the model run without gradients."""
         if self.aligner is None:
             raise ValueError("align needs a model with an aligner")
         with torch.no_grad():
             memory, src_mask, _ = self.encode(src)
             x, _, _ = self.decoder(self.tgt_embed(tgt_in), memory, src_mask)
-        return self.aligner(x, memory, src_mask)
+        return self.aligner(x, memory, src_mask), self.source_align(memory, x, src_mask, tgt_in)
+
+    def source_align(self, memory: Tensor, states: Tensor, src_mask: Tensor, tgt_in: Tensor
+                     ) -> Tensor | None:
+        """The source aligner's (B, S, T) weights (``ModelConfig.source_aligner``; None without
+        one): source piece s's attention over the decoder's rows, row 0 (fed the start piece)
+        its empty word and row t + 1 target piece t. It reads the states detached, so its
+        loss trains it alone and the translation learns nothing from it."""
+        if self.source_aligner is None:
+            return None
+        rows = tgt_in != self.cfg.pad_id
+        rows[:, 0] = True  # (Marian's start piece is the pad id)
+        weights = self.source_aligner(memory.detach(), states.detach(), rows[:, None, None, :])
+        return weights.masked_fill(~src_mask[:, 0, 0, :, None], 0.0)  # (padded sources: 0)
 
     # ------------------------------------------------------------ incremental decoding
     def init_cache(self, memory: Tensor, src_mask: Tensor, max_len: int, *,

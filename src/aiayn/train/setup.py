@@ -161,6 +161,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         # the last layer's first head, as Marian's transformer trains it, or an aligner
         model_cfg = (model_cfg.replace(aligner=True) if cfg.aligner else
                      model_cfg.replace(alignment_layer=model_cfg.n_decoder_layers - 1))
+    if guided and model_cfg.aligner:  # (read the other way too: docs/design.md)
+        model_cfg = model_cfg.replace(source_aligner=True)
     if not guided:
         train_data.links = None  # (batches without alignment targets)
     if int(train_data.sizes.max()) > model_cfg.max_len:
@@ -184,12 +186,15 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
         cpu.cpu_layers(model)  # 16-bit training's attention, float32's feed-forward network
     if cfg.init and not resume:
         source = Checkpoint.open(cfg.init)
-        # guided alignment gives a model whose checkpoint has no aligner a new one
-        source.load_weights(model, fresh=("aligner.",) if not source.config.aligner else ())
+        # guided alignment gives a model whose checkpoint has no aligner (or no source
+        # aligner) a new one
+        fresh = tuple(f"{name}." for name in ("aligner", "source_aligner")
+                      if getattr(model_cfg, name) and not getattr(source.config, name))
+        source.load_weights(model, fresh=fresh)
         log(f"starting from the weights of {cfg.init}")
     if cfg.aligner_only:
         for name, parameter in model.named_parameters():
-            parameter.requires_grad_(name.startswith("aligner."))
+            parameter.requires_grad_(name.startswith(("aligner.", "source_aligner.")))
     # fused: one pass over each parameter's tensors (CPU and CUDA kernels): 20 against 73 ms a
     # `base` step on the CPU (docs/design.md, "Training")
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.0,
@@ -246,11 +251,14 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                 "for GPUs")
         if cfg.aligner_only:
             log("aligner only: the model's own weights stay as they are; the loss is the "
-                "aligner's cross-entropy against the data's word alignments")
+                "aligners' cross-entropy against the data's word alignments, read from "
+                "both sides")
         elif guided:
-            head = ("the aligner" if model_cfg.aligner else
+            head = ("the aligner and the source aligner" if model_cfg.source_aligner else
+                    "the aligner" if model_cfg.aligner else
                     f"head 1 of decoder layer {(model_cfg.alignment_layer or 0) + 1}")
-            log(f"guided alignment: {head} learns the data's word alignments "
+            verb = "learn" if model_cfg.source_aligner else "learns"
+            log(f"guided alignment: {head} {verb} the data's word alignments "
                 f"(weight {cfg.alignment_weight:g})")
     return Run(cfg, model_cfg, run_dir, device, rank, world, model, net, optimizer, scaler,
                train_data, valid_data, valid_sources, references, tokenizer,

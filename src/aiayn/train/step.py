@@ -59,18 +59,18 @@ def train_step(net: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.a
         with sync:
             if cfg.aligner_only:  # the aligner's loss alone, the model run without gradients
                 with autocast(device, cfg.precision):
-                    weights = cast(Transformer, _plain(net)).align(batch.src, batch.tgt_in)
+                    weights, source = cast(Transformer, _plain(net)).align(batch.src,
+                                                                           batch.tgt_in)
                 assert batch.alignment is not None  # (setup requires the data's alignments)
-                loss = nll = total = alignment_loss(weights, batch.alignment)
+                loss = nll = total = guided_loss(weights, source, batch)
             else:
                 with autocast(device, cfg.precision) if copies is None else nullcontext():
-                    logits, attention = forward_aligned(net, batch, copies)
+                    logits, attention, source = forward_aligned(net, batch, copies)
                 loss, nll = label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(),
                                                cfg.label_smoothing, batch.pad_id)
                 total = loss
                 if attention is not None and batch.alignment is not None:
-                    total = loss + cfg.alignment_weight * alignment_loss(attention,
-                                                                         batch.alignment)
+                    total = loss + cfg.alignment_weight * guided_loss(attention, source, batch)
             scaler.scale(total * norm).backward()
         if copies is not None:
             copies.gradients_to_masters()
@@ -115,15 +115,15 @@ def forward(net: nn.Module, batch: Batch, call: Callable[..., Any] | None = None
 
 
 def forward_aligned(net: nn.Module, batch: Batch, call: Callable[..., Any] | None = None
-                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``forward``'s logits, and the alignment head's (B, T, S) weights when the batch carries
-    alignment targets (guided alignment); ``call`` as ``forward``'s."""
+                    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """``forward``'s logits, and when the batch carries alignment targets (guided alignment)
+    the alignment head's (B, T, S) weights and the source aligner's (B, S, T) where the model
+    has one; ``call`` as ``forward``'s."""
     with _shape_settings(net):
         if batch.alignment is None:
-            return forward(net, batch, call), None
+            return forward(net, batch, call), None, None
         run = net if call is None else call
-        logits, attention = run(batch.src, batch.tgt_in, return_alignment=True)
-        return logits, attention
+        return run(batch.src, batch.tgt_in, return_alignment=True)
 
 
 def _shape_settings(net: nn.Module):
@@ -148,6 +148,31 @@ def alignment_loss(attention: torch.Tensor, target: torch.Tensor) -> torch.Tenso
     head's weights against the word alignments' (rows spread evenly over the linked source
     pieces; unlinked rows add nothing), as Marian's ``--guided-alignment-cost ce``."""
     return -(target * attention.float().clamp_min(1e-9).log()).sum()
+
+
+def guided_loss(attention: torch.Tensor, source: torch.Tensor | None, batch: Batch
+                ) -> torch.Tensor:
+    """``alignment_loss`` of the alignment head, plus the source aligner's (``source``, where
+    the model has one) against the same links read from the source side."""
+    assert batch.alignment is not None
+    loss = alignment_loss(attention, batch.alignment)
+    if source is None:
+        return loss
+    return loss + alignment_loss(source, source_alignment(batch.alignment, batch.src,
+                                                          batch.pad_id))
+
+
+def source_alignment(alignment: torch.Tensor, src: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """The source aligner's targets (B, S, T) from the aligner's (B, T, S) (``shift``ed: row
+    t + 1 holds target piece t's links): each source piece spread evenly over the target
+    rows linked to it, and a piece with none (of a pair that has links) on row 0, the empty
+    word; the EOS, padding and pairs without links add nothing."""
+    linked = (alignment > 0).transpose(1, 2).float()  # (B, S, T)
+    real = src != pad_id
+    real[torch.arange(src.size(0)), real.sum(1) - 1] = False  # (each source's EOS)
+    has_links = linked.flatten(1).any(1)
+    linked[..., 0] += (real & has_links[:, None] & ~linked.any(2)).float()
+    return linked.div_(linked.sum(2, keepdim=True).clamp_min(1.0))
 
 
 def autocast(device: torch.device, precision: str):
