@@ -6,7 +6,10 @@ made here is not fitted to it) are translated; each translation's cross-attentio
 word-level maps (the alignment head where the model has one, and every layer and head
 averaged), and each map as links in several ways: one direction's argmax, both joined by
 grow-diag-final-and, their intersection first, with source words that no target word gives a
-least weight left unaligned (the alignment head's reading, ``HEAD_MIN_WEIGHT``), thresholds.
+least weight left unaligned (the alignment head's reading, ``HEAD_MIN_WEIGHT``), thresholds;
+where the model has a source aligner, the aligner's readings with the source words it puts
+on its empty word left unaligned: those it weighs there most, or with at least 0.5, 0.7
+(what ``model_alignments`` reads, ``EMPTY_MIN_WEIGHT``) or 0.9 of their weight.
 Three random spans of one to three source words per sentence (seed 1) give the hull agreement.
 
     python benchmarks/alignment_extraction.py --checkpoint RUN --corpus DIR --src en \
@@ -25,7 +28,7 @@ from machine import header
 
 import aiayn
 from aiayn.data.tokenizer import word_starts
-from aiayn.inspect import HEAD_MIN_WEIGHT, attention_maps, grow_diag_final_and
+from aiayn.inspect import HEAD_MIN_WEIGHT, attention_maps, grow_diag_final_and, source_word_weights
 
 
 def read(path: str) -> list[str]:
@@ -117,7 +120,11 @@ def main() -> None:
     outputs = translator.translate(sources)
     model = getattr(translator.model, "model", translator.model)  # (compiled steps' model)
     layer = translator.cfg.alignment_layer
-    maps: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {"every layer and head averaged": []}
+    maps: dict[str, list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {
+        "every layer and head averaged": []}
+    # the source aligner's empty words, where the model has one: the empty word weighed at
+    # least as much as any target word, or at least a share of the weight
+    empty_words: dict[str, list[set[int]]] = {}
     if layer is not None:
         maps[f"alignment head (layer {layer + 1}, head 1)"] = []
     if translator.cfg.aligner:
@@ -136,6 +143,12 @@ def main() -> None:
                          else torch.stack(attention.cross))
                 weights = stack.mean((0, 1))
             maps[name].append(word_map(weights, src_words, tgt_words))
+        if attention.source_aligner is not None:
+            words = source_word_weights(attention)
+            for cut in ("argmax", 0.5, 0.7, 0.9):
+                empty_words.setdefault(f"{cut}", []).append(set() if words is None else {
+                    i for i, row in enumerate(words[0])
+                    if words[1][i] >= (row.max() if cut == "argmax" else cut)})
     train_src = [" ".join(s.split()) for s in read(f"{args.corpus}/train.{args.src}.gz")]
     train_tgt = [" ".join(s.split()) for s in read(f"{args.corpus}/train.{args.tgt}.gz")]
     gold = eflomal_links(sources, outputs, train_src, train_tgt, tokenized=args.tokenized)
@@ -154,8 +167,16 @@ def main() -> None:
           "precision | recall |\n|---|---|---:|---:|---:|---:|")
     for name, word_maps in maps.items():
         scores: dict[str, list[int]] = {}
-        for m, links_gold, sentence_spans in zip(word_maps, gold, spans):
-            for reading, links in readings(*m).items():
+        for k, (m, links_gold, sentence_spans) in enumerate(zip(word_maps, gold, spans)):
+            found = readings(*m)
+            read_by_the_aligner = [r for r in found if "(what" in r and "EOS" not in r]
+            for cut, per_sentence in empty_words.items() if name == "aligner" else ():
+                said = ("" if cut == "argmax" else
+                        f" (those with at least {cut} of their weight on it)")
+                for reading in read_by_the_aligner:
+                    found[f"{reading}, and the source aligner's empty words{said}"] = {
+                        (i, j) for i, j in found[reading] if i not in per_sentence[k]}
+            for reading, links in found.items():
                 s = scores.setdefault(reading, [0, 0, 0, 0, 0])
                 for words in sentence_spans:
                     s[0] += hull(links, words) == hull(links_gold, words)

@@ -281,6 +281,15 @@ def main() -> None:
             translator.translate_markup(tagged)
         seconds["whole sentences, tags by every head averaged"] = time.perf_counter() - t0
         inspect.model_alignments, inspect.strongest_targets = own, strongest
+    if translator.cfg.source_aligner:  # the same model's links without its source aligner
+        batched = inspect.batched_attention_maps
+        inspect.batched_attention_maps = lambda *a, **k: [  # type: ignore
+            dataclasses.replace(m, source_aligner=None) for m in batched(*a, **k)]
+        name = "whole sentences, the aligner alone (its source aligner unread)"
+        t0 = time.perf_counter()
+        results[name] = translator.translate_markup(tagged)
+        seconds[name] = time.perf_counter() - t0
+        inspect.batched_attention_maps = batched
     t1 = time.perf_counter()
     results["each text node apart"] = [text_nodes(translator, t) for t in tagged]
     t2 = time.perf_counter()
