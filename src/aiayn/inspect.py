@@ -22,6 +22,9 @@ from .model import sinusoidal_table
 
 KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
          "cross": "cross-attention (decoder -> encoder)"}
+ALIGNERS = {"aligner": "aligner (target -> source)",
+            "source_aligner": "source aligner (source -> target or (none))"}
+EMPTY_WORD = "(none)"  # the source aligner's column 0 (the row fed the start piece): no counterpart
 
 
 @dataclass
@@ -50,10 +53,20 @@ class AttentionMaps:
     source_aligner: Tensor | None = None
 
     def axes(self, kind: str) -> tuple[list[str], list[str]]:
-        """(query labels, key labels) of one kind of map."""
+        """(query labels, key labels) of one kind of map (``KINDS`` or ``ALIGNERS``)."""
         return {"encoder": (self.src_tokens, self.src_tokens),
                 "decoder": (self.tgt_tokens, self.tgt_tokens),
-                "cross": (self.tgt_tokens, self.src_tokens)}[kind]
+                "cross": (self.tgt_tokens, self.src_tokens),
+                "aligner": (self.tgt_tokens, self.src_tokens),
+                "source_aligner": (self.src_tokens, [EMPTY_WORD] + self.tgt_tokens[1:])}[kind]
+
+    def layers(self, kind: str) -> list[Tensor]:
+        """One kind's maps as layers of (heads, queries, keys); an aligner is one layer of one
+        head, and a model without it has none."""
+        if kind in ALIGNERS:
+            weights = getattr(self, kind)
+            return [] if weights is None else [weights[None]]
+        return getattr(self, kind)
 
 
 def attention_maps(model, tokenizer, src_ids: list[int], tgt_ids: list[int]) -> AttentionMaps:
@@ -329,7 +342,7 @@ def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for kind, label in KINDS.items():
-        layers = getattr(maps, kind)
+        layers = maps.layers(kind)
         if not layers:
             continue
         rows, cols = maps.axes(kind)
@@ -360,6 +373,20 @@ def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
             fig.savefig(path, dpi=100)
             plt.close(fig)
             written.append(path)
+    for kind, label in ALIGNERS.items():  # one map each: nothing to average
+        layers = maps.layers(kind)
+        if not layers:
+            continue
+        rows, cols = maps.axes(kind)
+        longest = max(len(rows), len(cols))
+        size = max(5.0, 0.2 * longest + 2.0)
+        fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
+        image = _heatmap(ax, layers[0][0], rows, cols, label, _label_font(longest, 0.2), 13)
+        fig.colorbar(image, ax=ax, label="weight")
+        path = out_dir / f"{kind}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
     return written
 
 
@@ -456,14 +483,14 @@ layers();
 def write_html(maps: AttentionMaps, path: str | Path, *, source: str, target: str) -> Path:
     """One self-contained page (inline data and script, nothing fetched) to browse every map."""
     kinds = {}
-    for kind in KINDS:
-        layers = getattr(maps, kind)
+    for kind in {**KINDS, **ALIGNERS}:
+        layers = maps.layers(kind)
         if layers:
             rows, cols = maps.axes(kind)
             kinds[kind] = {"rows": rows, "cols": cols,
                            "layers": [[[[round(float(x), 4) for x in row] for row in h]
                                        for h in layer] for layer in layers]}
-    data = json.dumps({"kinds": kinds, "labels": KINDS}).replace("</", "<\\/")
+    data = json.dumps({"kinds": kinds, "labels": {**KINDS, **ALIGNERS}}).replace("</", "<\\/")
     page = _PAGE % {"title": html.escape(source[:60]), "source": html.escape(source),
                     "target": html.escape(target), "data": data}
     Path(path).write_text(page, encoding="utf-8")

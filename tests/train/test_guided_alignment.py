@@ -375,6 +375,33 @@ def test_the_source_aligner_gives_the_words_a_tag_falls_back_on(guided_run):
     assert right / total >= 0.9, (right, total)
 
 
+def test_attend_draws_both_aligners(guided_run, tmp_path):
+    """`aiayn attend` on a model with aligners draws each as one map and puts both in the
+    page, the source aligner's first column named as the empty word, the weights the maps'."""
+    import json
+    import re
+
+    import matplotlib.image
+
+    from aiayn.cli import main
+    sentence = "alpha beta gamma"
+    assert main(["attend", "--checkpoint", str(guided_run[0]), sentence,
+                 "--out", str(tmp_path)]) == 0
+    for name in ("aligner.png", "source_aligner.png"):
+        assert matplotlib.image.imread(tmp_path / name).shape[0] >= 450
+    page = (tmp_path / "index.html").read_text()
+    data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>',
+                                page, re.S).group(1))
+    maps = aiayn.load(guided_run[0]).attention(sentence)
+    source = data["kinds"]["source_aligner"]
+    assert source["rows"] == maps.src_tokens
+    assert source["cols"] == ["(none)"] + maps.tgt_tokens[1:]
+    assert data["kinds"]["aligner"]["cols"] == maps.src_tokens
+    assert np.allclose(source["layers"][0][0], maps.source_aligner.numpy(), atol=1e-4)
+    assert np.allclose(data["kinds"]["aligner"]["layers"][0][0], maps.aligner.numpy(),
+                       atol=1e-4)
+
+
 def test_a_source_word_the_links_never_give_a_counterpart_is_left_unaligned(tmp_path):
     """Trained on links that never link the first source word, the source aligner puts it on
     the empty word and the model's links leave it out; the aligner alone, whose rows only
