@@ -18,6 +18,8 @@ gives no place);
 ``--eflomal-runs N`` trains it N times and gives each agreement's mean and range;
 ``--samplers N`` gives eflomal N samplers instead of its default 3 (eflomal combines its
 samplers' counts: more samplers, steadier links, slower).
+``--also CKPT`` adds another model's row (its tags placed by its own translations and links)
+in the same eflomal runs, for two models' agreement without the runs' spread between them.
 ``--page`` adds real HTML pages: well-formedness and tags kept, and the same agreement on their
 sentences.
 """
@@ -197,6 +199,8 @@ def main() -> None:
     p.add_argument("--first", type=int, default=0,
                    help="start at this dev sentence (another sample than the default's)")
     p.add_argument("--page", action="append", default=[], type=Path)
+    p.add_argument("--also", action="append", default=[], metavar="CKPT",
+                   help="another model's tags by alignment, a row in the same eflomal runs")
     p.add_argument("--code-anywhere", action="store_true",
                    help="<code> spans on any words, not only on words the reference keeps")
     p.add_argument("--misses", action="store_true",
@@ -290,6 +294,11 @@ def main() -> None:
         results[name] = translator.translate_markup(tagged)
         seconds[name] = time.perf_counter() - t0
         inspect.batched_attention_maps = batched
+    for other in args.also:
+        name = f"whole sentences, tags by alignment, {other}"
+        t0 = time.perf_counter()
+        results[name] = aiayn.load(other).translate_markup(tagged)
+        seconds[name] = time.perf_counter() - t0
     t1 = time.perf_counter()
     results["each text node apart"] = [text_nodes(translator, t) for t in tagged]
     t2 = time.perf_counter()
