@@ -184,6 +184,12 @@ def test_an_aligner_is_read_from_the_row_fed_each_piece():
     assert model_alignments(maps, cfg) == [(0, 1), (1, 0)]  # x - b, y - a
     assert strongest_targets(maps, cfg) == [(0, 1), (1, 0)]  # by the aligner, not the head
     assert word_alignments(maps, 0, head=0) == [(0, 0), (1, 1)]  # the head's rows, unshifted
+    # a source aligner that leaves "a" unaligned (0.8 on its empty word, column 0) and gives
+    # its last 0.2 to "x": a tag over "a" goes where the aligner points, "y"
+    source = torch.tensor([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [1.0, 0.0, 0.0]])
+    both = dataclasses.replace(maps, source_aligner=source)
+    assert model_alignments(both, cfg.replace(source_aligner=True)) == [(1, 0)]
+    assert strongest_targets(both, cfg.replace(source_aligner=True)) == [(0, 1), (1, 0)]
 
 
 def test_grow_diag_final_and_symmetrizes_two_directions():

@@ -240,11 +240,9 @@ def source_word_weights(maps: AttentionMaps) -> tuple[Tensor, Tensor] | None:
 def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, int]]:
     """Each source word with the target word that attends to it most, by the weights
     ``model_alignments`` reads: where an inline tag's words have no link, the tag goes around
-    these rather than around no word (``aiayn.markup.place``). A source aligner says it
-    itself: the target word it weighs most, the empty word aside."""
-    if maps.source_aligner is not None:
-        read = source_word_weights(maps)
-        return [] if read is None else [(i, int(row.argmax())) for i, row in enumerate(read[0])]
+    these rather than around no word (``aiayn.markup.place``). With an aligner, its own weights
+    even where a source aligner has left the word unaligned: what the source aligner gives
+    such a word's targets is the little it left off the empty word."""
     if maps.aligner is not None:
         found = _word_weights(maps, None, None, True)
     elif cfg.alignment_layer is not None:
