@@ -24,6 +24,7 @@ KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention
          "cross": "cross-attention (decoder -> encoder)"}
 ALIGNERS = {"aligner": "aligner (target -> source)",
             "source_aligner": "source aligner (source -> target or (none))"}
+MAPS = {**KINDS, **ALIGNERS}
 EMPTY_WORD = "(none)"  # the source aligner's column 0 (the row fed the start piece): no counterpart
 
 
@@ -360,32 +361,29 @@ def plot_attention(maps: AttentionMaps, out_dir: str | Path) -> list[Path]:
         fig.savefig(path, dpi=80)
         plt.close(fig)
         written.append(path)
-        for li, layer in enumerate(layers):
-            size = max(5.0, 0.2 * longest + 2.0)
-            fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
-            image = _heatmap(ax, layer.mean(0), rows, cols,
+        written += [_one_map(plt, layer.mean(0), rows, cols,
                              f"{label}\nlayer {li + 1}, mean of {n_heads} heads",
-                             _label_font(longest, 0.2), 13)
-            fig.colorbar(image, ax=ax, label="attention weight")
-            path = out_dir / f"{kind}_layer{li + 1}_mean.png"
-            fig.savefig(path, dpi=100)
-            plt.close(fig)
-            written.append(path)
+                             out_dir / f"{kind}_layer{li + 1}_mean.png")
+                    for li, layer in enumerate(layers)]
     for kind, label in ALIGNERS.items():  # one map each: nothing to average
         layers = maps.layers(kind)
-        if not layers:
-            continue
-        rows, cols = maps.axes(kind)
-        longest = max(len(rows), len(cols))
-        size = max(5.0, 0.2 * longest + 2.0)
-        fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
-        image = _heatmap(ax, layers[0][0], rows, cols, label, _label_font(longest, 0.2), 13)
-        fig.colorbar(image, ax=ax, label="weight")
-        path = out_dir / f"{kind}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        if layers:
+            written.append(_one_map(plt, layers[0][0], *maps.axes(kind), label,
+                                    out_dir / f"{kind}.png"))
     return written
+
+
+def _one_map(plt, weights: Tensor, rows: list[str], cols: list[str], title: str,
+             path: Path) -> Path:
+    """One map, large, in a picture of its own."""
+    longest = max(len(rows), len(cols))
+    size = max(5.0, 0.2 * longest + 2.0)
+    fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
+    image = _heatmap(ax, weights, rows, cols, title, _label_font(longest, 0.2), 13)
+    fig.colorbar(image, ax=ax, label="attention weight")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def plot_positions(d_model: int, max_len: int, out: str | Path, base: float = 10000.0) -> Path:
@@ -481,14 +479,14 @@ layers();
 def write_html(maps: AttentionMaps, path: str | Path, *, source: str, target: str) -> Path:
     """One self-contained page (inline data and script, nothing fetched) to browse every map."""
     kinds = {}
-    for kind in {**KINDS, **ALIGNERS}:
+    for kind in MAPS:
         layers = maps.layers(kind)
         if layers:
             rows, cols = maps.axes(kind)
             kinds[kind] = {"rows": rows, "cols": cols,
                            "layers": [[[[round(float(x), 4) for x in row] for row in h]
                                        for h in layer] for layer in layers]}
-    data = json.dumps({"kinds": kinds, "labels": {**KINDS, **ALIGNERS}}).replace("</", "<\\/")
+    data = json.dumps({"kinds": kinds, "labels": MAPS}).replace("</", "<\\/")
     page = _PAGE % {"title": html.escape(source[:60]), "source": html.escape(source),
                     "target": html.escape(target), "data": data}
     Path(path).write_text(page, encoding="utf-8")
