@@ -251,6 +251,20 @@ def main() -> None:
     results[name] = translator.translate_markup(tagged)
     seconds[name] = time.perf_counter() - t0
     inspect.strongest_targets = strongest
+    if guided:  # every word its strongest target, however little attends to it
+        def every_word(maps, cfg):
+            least, inspect.HEAD_MIN_WEIGHT = inspect.HEAD_MIN_WEIGHT, 0.0
+            try:
+                return strongest(maps, cfg)
+            finally:
+                inspect.HEAD_MIN_WEIGHT = least
+        inspect.strongest_targets = every_word
+        name = ("whole sentences, every word's strongest target as the fallback, however "
+                "little attends to it (before)")
+        t0 = time.perf_counter()
+        results[name] = translator.translate_markup(tagged)
+        seconds[name] = time.perf_counter() - t0
+        inspect.strongest_targets = strongest
     if guided:  # the same model's links as a model without the head gives them
         own_weights = inspect._word_weights
 

@@ -152,8 +152,12 @@ def test_source_words_without_enough_attention_stay_unaligned():
     cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=1,
                       n_decoder_layers=1, d_ff=8, alignment_layer=0)
     assert model_alignments(maps, cfg) == word_alignments(maps, 0, head=0, min_weight=0.2)
-    # what a tag over "will" alone falls back on: the target word that attends to it most
-    assert strongest_targets(maps, cfg) == [(0, 1), (1, 0), (2, 0)]
+    # what a tag over a word without links falls back on: the target word that attends to it
+    # most ("he" -> "."), where one gives it the least weight; "will" is left out of the
+    # translation, and a tag over it alone goes around no word
+    assert strongest_targets(maps, cfg) == [(0, 1), (2, 0)]
+    unguided = cfg.replace(alignment_layer=None)  # every head averaged: no least weight
+    assert [i for i, _ in strongest_targets(maps, unguided)] == [0, 1, 2]
 
 
 def test_a_word_inside_a_compound_keeps_its_link():

@@ -243,7 +243,10 @@ def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, 
     ``model_alignments`` reads: where an inline tag's words have no link, the tag goes around
     these rather than around no word (``aiayn.markup.place``). With an aligner, its own weights
     even where a source aligner has left the word unaligned: what the source aligner gives
-    such a word's targets is the little it left off the empty word."""
+    such a word's targets is the little it left off the empty word. Where those weights are
+    guided (an aligner, an alignment head), a word that no target piece gives
+    ``HEAD_MIN_WEIGHT`` of its attention has none: the translation left it out, and a tag
+    over such words alone goes around no word, as Bergamot leaves it."""
     if maps.aligner is not None:
         found = _word_weights(maps, None, None, True)
     elif cfg.alignment_layer is not None:
@@ -252,8 +255,10 @@ def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, 
         found = _word_weights(maps, None, None, False)
     if found is None:
         return []
-    merged = found[0]
-    return [(i, int(merged[:, i].argmax())) for i in range(merged.size(1))]
+    merged, strongest = found
+    guided = maps.aligner is not None or cfg.alignment_layer is not None
+    return [(i, int(merged[:, i].argmax())) for i in range(merged.size(1))
+            if not guided or strongest[i] >= HEAD_MIN_WEIGHT]
 
 
 HEAD_MIN_WEIGHT = 0.2  # an alignment head's least weight on a source word that keeps links

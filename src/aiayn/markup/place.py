@@ -9,10 +9,10 @@ and siblings that would overlap are moved apart (where the later one's words lie
 earlier one's hull, the earlier ends before them; otherwise the later one starts where the
 earlier ends), so the output is always well-formed with exactly the source's tags. A span
 whose words have no aligned target word goes around the target words that attend to them most
-(``fallback``), so that a link or a bold word never ends up around nothing; a span over no
-word (an image, a comment), and one without fallback links, goes to the point after the target
-words of the source word before it (after the whole translation where it follows every source
-word).
+(``fallback``), so that a link or a bold word that was translated does not end up around
+nothing; a span over no word (an image, a comment), and one without fallback links (its words
+left out of the translation), goes to the point after the target words of the source word
+before it (after the whole translation where it follows every source word).
 """
 
 from __future__ import annotations
