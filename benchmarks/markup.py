@@ -34,6 +34,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import sacrebleu
 import torch
@@ -240,32 +241,26 @@ def main() -> None:
     guided = guided or layer is not None
 
     results, seconds = {}, {}
-    t0 = time.perf_counter()
-    results["whole sentences, tags by alignment"] = translator.translate_markup(tagged)
-    seconds["whole sentences, tags by alignment"] = time.perf_counter() - t0
+
+    def row(name: str, model=translator) -> None:
+        """The sample's outputs with tags by alignment, as ``model`` places them, timed."""
+        t0 = time.perf_counter()
+        results[name] = model.translate_markup(tagged)
+        seconds[name] = time.perf_counter() - t0
+
     import aiayn.inspect as inspect
     strongest = inspect.strongest_targets
-    inspect.strongest_targets = lambda maps, cfg: []  # type: ignore
-    name = "whole sentences, no fallback: a tag whose words have no link goes around no word"
-    t0 = time.perf_counter()
-    results[name] = translator.translate_markup(tagged)
-    seconds[name] = time.perf_counter() - t0
-    inspect.strongest_targets = strongest
-    if guided:  # every word its strongest target, however little attends to it
-        def every_word(maps, cfg):
-            least, inspect.HEAD_MIN_WEIGHT = inspect.HEAD_MIN_WEIGHT, 0.0
-            try:
+    row("whole sentences, tags by alignment")
+    with mock.patch.object(inspect, "strongest_targets", lambda maps, cfg: []):
+        row("whole sentences, no fallback: a tag whose words have no link goes around no word")
+    if guided:
+        def every_word(maps, cfg):  # every word its strongest target, however little attends
+            with mock.patch.object(inspect, "HEAD_MIN_WEIGHT", 0.0):
                 return strongest(maps, cfg)
-            finally:
-                inspect.HEAD_MIN_WEIGHT = least
-        inspect.strongest_targets = every_word
-        name = ("whole sentences, every word's strongest target as the fallback, however "
+        with mock.patch.object(inspect, "strongest_targets", every_word):
+            row("whole sentences, every word's strongest target as the fallback, however "
                 "little attends to it (before)")
-        t0 = time.perf_counter()
-        results[name] = translator.translate_markup(tagged)
-        seconds[name] = time.perf_counter() - t0
-        inspect.strongest_targets = strongest
-    if guided:  # the same model's links as a model without the head gives them
+        # the same model's links as a model without the head gives them
         own_weights = inspect._word_weights
 
         def averaged(maps, layer, head, aligner):  # the least weight as it was read before
@@ -276,43 +271,24 @@ def main() -> None:
                 [w for w in word_starts(maps.tgt_tokens[1:]) if w >= 0]),
                 minlength=found[0].size(0)).clamp_min(1)
             return found[0], (found[0] / pieces[:, None]).amax(0)
-        inspect._word_weights = averaged  # type: ignore
-        name = ("whole sentences, a source word's least weight from a target word's pieces "
+        with mock.patch.object(inspect, "_word_weights", averaged):
+            row("whole sentences, a source word's least weight from a target word's pieces "
                 "averaged (before)")
-        t0 = time.perf_counter()
-        results[name] = translator.translate_markup(tagged)
-        seconds[name] = time.perf_counter() - t0
-        inspect._word_weights = own_weights
-        least, inspect.HEAD_MIN_WEIGHT = inspect.HEAD_MIN_WEIGHT, 0.0
-        name = "whole sentences, guided alignment, every source word's links kept"
-        t0 = time.perf_counter()
-        results[name] = translator.translate_markup(tagged)
-        seconds[name] = time.perf_counter() - t0
-        inspect.HEAD_MIN_WEIGHT = least
-        own = inspect.model_alignments
-        inspect.model_alignments = (lambda maps, cfg, sure_first=False:  # type: ignore
-                                    inspect.word_alignments(maps, sure_first=sure_first))
-        inspect.strongest_targets = (lambda maps, cfg: strongest(  # type: ignore
-            dataclasses.replace(maps, aligner=None), cfg.replace(alignment_layer=None)))
-        t0 = time.perf_counter()
-        results["whole sentences, tags by every head averaged"] = \
-            translator.translate_markup(tagged)
-        seconds["whole sentences, tags by every head averaged"] = time.perf_counter() - t0
-        inspect.model_alignments, inspect.strongest_targets = own, strongest
+        with mock.patch.object(inspect, "HEAD_MIN_WEIGHT", 0.0):
+            row("whole sentences, guided alignment, every source word's links kept")
+        with mock.patch.object(inspect, "model_alignments",
+                               lambda maps, cfg, sure_first=False:
+                               inspect.word_alignments(maps, sure_first=sure_first)), \
+                mock.patch.object(inspect, "strongest_targets", lambda maps, cfg: strongest(
+                    dataclasses.replace(maps, aligner=None), cfg.replace(alignment_layer=None))):
+            row("whole sentences, tags by every head averaged")
     if translator.cfg.source_aligner:  # the same model's links without its source aligner
         batched = inspect.batched_attention_maps
-        inspect.batched_attention_maps = lambda *a, **k: [  # type: ignore
-            dataclasses.replace(m, source_aligner=None) for m in batched(*a, **k)]
-        name = "whole sentences, the aligner alone (its source aligner unread)"
-        t0 = time.perf_counter()
-        results[name] = translator.translate_markup(tagged)
-        seconds[name] = time.perf_counter() - t0
-        inspect.batched_attention_maps = batched
+        with mock.patch.object(inspect, "batched_attention_maps", lambda *a, **k: [
+                dataclasses.replace(m, source_aligner=None) for m in batched(*a, **k)]):
+            row("whole sentences, the aligner alone (its source aligner unread)")
     for other in args.also:
-        name = f"whole sentences, tags by alignment, {other}"
-        t0 = time.perf_counter()
-        results[name] = aiayn.load(other).translate_markup(tagged)
-        seconds[name] = time.perf_counter() - t0
+        row(f"whole sentences, tags by alignment, {other}", aiayn.load(other))
     t1 = time.perf_counter()
     results["each text node apart"] = [text_nodes(translator, t) for t in tagged]
     t2 = time.perf_counter()
