@@ -75,8 +75,16 @@ def eflomal_links(sources: list[str], targets: list[str], train_src: list[str],
 
     ``tokenized`` aligns the words' pieces (marks split off, as aligners are usually run)
     and maps their links back onto the whitespace words; ``options`` go to eflomal's
-    ``Aligner`` (``model=2``, ...)."""
+    ``Aligner`` (``model=2``, ...). A pair given more than once is aligned once: eflomal
+    learns from the pairs it aligns, and copies of one pair would weigh its own links up
+    (and each copy would be a draw of its own)."""
     import eflomal
+    unique = list(dict.fromkeys(zip(sources, targets)))
+    if len(unique) < len(sources):
+        once = eflomal_links([s for s, _ in unique], [t for _, t in unique], train_src,
+                             train_tgt, tokenized=tokenized, **options)
+        found = dict(zip(unique, once))
+        return [set(found[pair]) for pair in zip(sources, targets)]
     src = [s.lower() for s in train_src + sources]
     tgt = [t.lower() for t in train_tgt + targets]
     if tokenized:
