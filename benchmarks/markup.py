@@ -15,7 +15,9 @@ hull of the words eflomal links to the source words it wrapped (both empty count
 a column gives the share over the tags eflomal projects onto some word, leaving out those it
 gives no place);
 ``--tokenized`` runs eflomal on the words' pieces, marks split off (``alignment.pieces``);
-``--eflomal-runs N`` trains it N times and gives each agreement's mean and range;
+``--eflomal-runs N`` trains it N times and gives each agreement's mean and range. Every row's
+outputs are aligned in the same eflomal runs, each distinct (source, output) pair once: rows
+with the same translation meet the same links, and no pair weighs more for being in several;
 ``--samplers N`` gives eflomal N samplers instead of its default 3 (eflomal combines its
 samplers' counts: more samplers, steadier links, slower).
 ``--also CKPT`` adds another model's row (its tags placed by its own translations and links)
@@ -37,11 +39,9 @@ from pathlib import Path
 from unittest import mock
 
 import sacrebleu
-import torch
 from alignment import eflomal_links
 from machine import header
 
-from aiayn.data.tokenizer import word_starts
 from aiayn.markup import Document
 from aiayn.markup.parse import Element, Text, parse_html
 from aiayn.markup.place import words
@@ -260,20 +260,20 @@ def main() -> None:
         with mock.patch.object(inspect, "strongest_targets", every_word):
             row("whole sentences, every word's strongest target as the fallback, however "
                 "little attends to it (before)")
-        # the same model's links as a model without the head gives them
         own_weights = inspect._word_weights
 
-        def averaged(maps, layer, head, aligner):  # the least weight as it was read before
+        def summed(maps, layer, head, aligner):  # a source word's target as it was read before
             found = own_weights(maps, layer, head, aligner)
             if found is None:
                 return None
-            pieces = torch.bincount(torch.tensor(
-                [w for w in word_starts(maps.tgt_tokens[1:]) if w >= 0]),
-                minlength=found[0].size(0)).clamp_min(1)
-            return found[0], (found[0] / pieces[:, None]).amax(0)
-        with mock.patch.object(inspect, "_word_weights", averaged):
-            row("whole sentences, a source word's least weight from a target word's pieces "
-                "averaged (before)")
+            # the target word whose pieces together attend to the source word most, each
+            # column scaled so that its largest value is still its strongest piece's weight
+            # (what the least-weight cut reads)
+            merged, strongest = found
+            return merged, merged * (strongest.amax(0) / merged.amax(0).clamp_min(1e-9))
+        with mock.patch.object(inspect, "_word_weights", summed):
+            row("whole sentences, a source word's target by the target word's pieces summed "
+                "(before)")
         with mock.patch.object(inspect, "HEAD_MIN_WEIGHT", 0.0):
             row("whole sentences, guided alignment, every source word's links kept")
         with mock.patch.object(inspect, "model_alignments",

@@ -176,6 +176,25 @@ def test_a_word_inside_a_compound_keeps_its_link():
     assert word_alignments(maps, 0, head=0, min_weight=0.6) == [(0, 0), (1, 0), (3, 1)]
 
 
+def test_a_source_word_is_linked_back_by_a_target_piece_not_a_words_length():
+    # "cannot open" -> "kann geöffnet werden.": both pieces of "werden." look at "open" by
+    # 0.6, "geöffnet" by 0.9; summed, the longer word would draw "open"'s link, and a tag
+    # over "open" would take "werden." in place of "geöffnet"
+    src = ["\u2581cannot", "\u2581open", "</s>"]
+    tgt = ["<s>", "\u2581kann", "\u2581geöffnet", "\u2581werden", "."]
+    head = torch.tensor([[0.90, 0.05, 0.05],
+                         [0.05, 0.90, 0.05],
+                         [0.30, 0.60, 0.10],
+                         [0.30, 0.60, 0.10]])
+    maps = AttentionMaps(src, tgt, [], [], [head[None]])
+    assert word_alignments(maps, 0, head=0, sure_first=True) == [(0, 0), (1, 1)]
+    # "werden." still attends to "open" most: both directions joined keep it
+    assert word_alignments(maps, 0, head=0) == [(0, 0), (1, 1), (1, 2)]
+    cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=1,
+                      n_decoder_layers=1, d_ff=8, alignment_layer=0)
+    assert strongest_targets(maps, cfg) == [(0, 0), (1, 1)]
+
+
 def test_an_aligner_is_read_from_the_row_fed_each_piece():
     """A model with an aligner: target piece t's links come from the aligner's row t + 1 (the
     query fed that piece), not from the cross-attention row that predicts it."""
