@@ -165,9 +165,8 @@ def word_alignments(maps: AttentionMaps, layer: int | None = None, *, head: int 
     if found is None:
         return []
     merged, strongest = found
-    n_tgt, n_src = merged.shape
-    forward = {(int(merged[j].argmax()), j) for j in range(n_tgt)}
-    backward = {(i, int(strongest[:, i].argmax())) for i in range(n_src)}
+    forward = {(i, j) for j, i in enumerate(merged.argmax(1).tolist())}
+    backward = set(enumerate(strongest.argmax(0).tolist()))
     links = grow_diag_final_and(forward, backward)
     if sure_first:
         sure = forward & backward
@@ -262,9 +261,10 @@ def strongest_targets(maps: AttentionMaps, cfg: ModelConfig) -> list[tuple[int, 
     if found is None:
         return []
     strongest = found[1]
+    weight, target = strongest.amax(0), strongest.argmax(0)
     guided = maps.aligner is not None or cfg.alignment_layer is not None
-    return [(i, int(strongest[:, i].argmax())) for i in range(strongest.size(1))
-            if not guided or strongest[:, i].max() >= HEAD_MIN_WEIGHT]
+    return [(i, j) for i, (w, j) in enumerate(zip(weight.tolist(), target.tolist()))
+            if not guided or w >= HEAD_MIN_WEIGHT]
 
 
 HEAD_MIN_WEIGHT = 0.2  # an alignment head's least weight on a source word that keeps links
