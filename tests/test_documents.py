@@ -1031,6 +1031,118 @@ def test_powerpoint_presentations_keep_formatting_links_and_every_frame(toy_mode
     assert languages <= {"es"}
 
 
+_SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+
+
+def xlsx_workbook() -> bytes:
+    """An Excel workbook written by openpyxl (inline strings, a note, a formula, rich text,
+    a second sheet), then given what Excel writes and openpyxl does not: shared strings with
+    a phonetic guide, a note that starts with its author's name in bold, a threaded comment,
+    and a picture."""
+    import zipfile
+
+    import openpyxl
+    from openpyxl.cell.rich_text import CellRichText, TextBlock
+    from openpyxl.cell.text import InlineFont
+    from openpyxl.comments import Comment
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Data"
+    sheet["A1"] = SENTENCES[0]
+    sheet["A1"].comment = Comment(SENTENCES[1], "Ann")
+    sheet["A2"] = 42
+    sheet["A3"] = '=A1&"!"'
+    words = SENTENCES[2].split()
+    sheet["A4"] = CellRichText([f"{words[0]} ", TextBlock(InlineFont(b=True),
+                                                          " ".join(words[1:]))])
+    half = SENTENCES[3].split()
+    sheet["A5"] = f"{' '.join(half[:2])}\n{' '.join(half[2:])}"
+    sheet["A6"] = "12-34"
+    sheet["A7"] = CellRichText([TextBlock(InlineFont(rFont="Courier New"), "x = 1"),
+                                f" {SENTENCES[4]}"])
+    sheet["B1"] = "shared"
+    book.create_sheet("Other")["B2"] = SENTENCES[5]
+    book.properties.language = "en-US"
+    buffer = io.BytesIO()
+    book.save(buffer)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as package:
+        members = {name: package.read(name) for name in package.namelist()}
+    sheet_xml = members["xl/worksheets/sheet1.xml"].decode()
+    members["xl/worksheets/sheet1.xml"] = sheet_xml.replace(
+        '<c r="B1" t="inlineStr"><is><t>shared</t></is></c>', '<c r="B1" t="s"><v>0</v></c>'
+    ).encode()
+    members["xl/sharedStrings.xml"] = (
+        f'<sst xmlns="{_SPREADSHEET}" count="1" uniqueCount="1"><si><t>{SENTENCES[6]}</t>'
+        f'<rPh sb="0" eb="1"><t>fu</t></rPh><phoneticPr fontId="1"/></si></sst>').encode()
+    note = members["xl/comments/comment1.xml"].decode()
+    members["xl/comments/comment1.xml"] = note.replace(
+        f"<text><t>{SENTENCES[1]}</t></text>",
+        f'<text><r><rPr><b/></rPr><t>Ann:</t></r><r><t xml:space="preserve">\n{SENTENCES[1]}'
+        f"</t></r></text>").encode()
+    threads = "http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments"
+    members["xl/threadedComments/threadedComment1.xml"] = (
+        f'<ThreadedComments xmlns="{threads}"><threadedComment ref="A2" id="{{1}}">'
+        f"<text>{SENTENCES[7]}</text></threadedComment></ThreadedComments>").encode()
+    members["xl/media/image1.png"] = png()
+    types = members["[Content_Types].xml"].decode()
+    members["[Content_Types].xml"] = types.replace("</Types>", (
+        '<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
+        '<Override PartName="/xl/threadedComments/threadedComment1.xml" '
+        'ContentType="application/vnd.ms-excel.threadedcomments+xml"/>'
+        '<Default Extension="png" ContentType="image/png"/></Types>')).encode()
+    rels = members["xl/_rels/workbook.xml.rels"].decode()
+    members["xl/_rels/workbook.xml.rels"] = rels.replace("</Relationships>", (
+        '<Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'relationships/sharedStrings" Target="sharedStrings.xml" Id="rId9"/>'
+        "</Relationships>")).encode()
+    return _zip(members)
+
+
+def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_model, translator,
+                                                                        tmp_path):
+    """A .xlsx: shared and inline strings, notes and threaded comments translated; a run's
+    bold carried onto its words, code kept, lines translated apart; numbers, text without
+    letters and formulas left alone, formulas computed again on opening; every other member
+    as it was; the workbook says it is in the target language. openpyxl reads it back."""
+    import zipfile
+
+    import openpyxl
+    from openpyxl.cell.rich_text import CellRichText
+    path = tmp_path / "in.xlsx"
+    path.write_bytes(xlsx_workbook())
+    data = run(toy_model, path, tmp_path / "out.xlsx")
+    book = openpyxl.load_workbook(io.BytesIO(data), rich_text=True)
+    t = translator.translate(SENTENCES)
+    sheet = book["Data"]
+    assert sheet["A1"].value == t[0]
+    assert sheet["A1"].comment.text == f"Ann:\n{t[1]}"  # the author's name as written
+    assert sheet["A2"].value == 42
+    assert sheet["A3"].value == '=A1&"!"'
+    rich = sheet["A4"].value
+    assert isinstance(rich, CellRichText)
+    assert " ".join(str(rich).split()) == t[2]
+    assert len([b for b in rich if getattr(getattr(b, "font", None), "b", False)]) == 1
+    half = SENTENCES[3].split()
+    assert sheet["A5"].value.split("\n") == translator.translate([" ".join(half[:2]),
+                                                                  " ".join(half[2:])])
+    assert sheet["A6"].value == "12-34"
+    code = sheet["A7"].value  # where its sentence put it, as written
+    assert [(b.text, b.font.rFont) for b in code if not isinstance(b, str)] == \
+        [("x = 1", "Courier New")]
+    assert " ".join(str(code).replace("x = 1", " ").split()) == t[4]
+    assert sheet["B1"].value == t[6]
+    assert book["Other"]["B2"].value == t[5]
+    assert book.properties.language == "es"
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        strings = package.read("xl/sharedStrings.xml").decode()
+        assert "<rPh" not in strings and "<phoneticPr" in strings  # the source's guide gone
+        assert f"<text>{t[7]}</text>" in package.read(
+            "xl/threadedComments/threadedComment1.xml").decode()
+        assert package.read("xl/media/image1.png") == png()
+        assert 'fullCalcOnLoad="1"' in package.read("xl/workbook.xml").decode()
+
+
 def test_powerpoint_comments_are_translated(toy_model, translator, tmp_path):
     """A deck's comments: PowerPoint 2007-2019's (``p:text``, plain, its lines kept) and
     today's (``p188:txBody``, paragraphs as a slide's); their authors and dates stay."""
@@ -1122,6 +1234,9 @@ def _zip(members: dict[str, bytes], damaged: str | None = None) -> bytes:
         at = data.index(members[damaged])
         data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
     return data
+
+
+_TYPES = "http://schemas.openxmlformats.org/package/2006/content-types"
 
 
 XLIFF = f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -1360,7 +1475,23 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
 
 
 @pytest.mark.parametrize("name,content,message", [
-    ("in.xlsx", b"PK", "files of type .xlsx are not translated"),
+    ("in.xls", b"\xd0\xcf\x11\xe0", "files of type .xls are not translated"),
+    ("in.xlsx", b"PK\x03\x04 no", "not an Excel workbook (.xlsx)"),
+    ("in.xlsx", _zip({"mimetype": b"application/zip"}),
+     "not an Excel workbook (.xlsx): it has no [Content_Types].xml"),
+    ("in.xlsx", _zip({"[Content_Types].xml": b"<Types/>"}),
+     "not an Excel workbook (.xlsx): it has no workbook part"),
+    ("in.xlsx", word_document(), "not an Excel workbook (.xlsx): it is a Word document (.docx); "
+     "give it that extension"),
+    ("in.xlsx", _zip({"[Content_Types].xml": f'<Types xmlns="{_TYPES}"><Override '
+                      'PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-'
+                      'officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/'
+                      'sharedStrings.xml" ContentType="application/vnd.openxmlformats-'
+                      'officedocument.spreadsheetml.sharedStrings+xml"/></Types>'.encode(),
+                      "xl/workbook.xml": b"<workbook/>", "xl/sharedStrings.xml": b"<sst><broken"}),
+     "not an Excel workbook (.xlsx): its xl/sharedStrings.xml is not well-formed XML"),
+    ("in.xlsx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504),
+     "not an Excel workbook (.xlsx): it is encrypted with a password"),
     ("in.pdf", b"%PDF", "not a PDF file that can be translated: PDFium cannot read it"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),
     ("in.po", b'msgid "a"\nmsgstr "b"\nmsgid', "not a gettext catalog"),
@@ -1452,6 +1583,12 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
     buffer = io.BytesIO()
     deck.save(buffer)
     files["in.pptx"] = buffer.getvalue()
+    import openpyxl
+    book = openpyxl.Workbook()
+    book.active["A1"] = SENTENCES[0]
+    buffer = io.BytesIO()
+    book.save(buffer)
+    files["in.xlsx"] = buffer.getvalue()
     files["in.epub"] = _zip(epub_book(
         '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>alpha beta</p></body></html>'))
     from tests.test_pdf import pdf_file, text
@@ -1479,6 +1616,10 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                 said = [Presentation(io.BytesIO(d)).slides[0].shapes.title.text
                         for d in (got, expected[name])]
                 assert said[0] == said[1] != SENTENCES[7]
+            elif name.endswith(".xlsx"):
+                said = [openpyxl.load_workbook(io.BytesIO(d)).active["A1"].value
+                        for d in (got, expected[name])]
+                assert said[0] == said[1] != SENTENCES[0]
             elif name.endswith(".pdf"):  # a PDF names when it was written: compare its text
                 import pypdfium2
                 said = [pypdfium2.PdfDocument(d)[0].get_textpage().get_text_range()
@@ -1499,8 +1640,8 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                             files={"file": ("big.txt", big.read_bytes())})
         assert answer.status_code == 413
         answer = httpx.post(server.url + "/translate_file", data=fields,
-                            files={"file": ("x.xlsx", b"PK")})
-        assert answer.status_code == 400 and ".xlsx are not translated" in answer.json()["error"]
+                            files={"file": ("x.key", b"PK")})
+        assert answer.status_code == 400 and ".key are not translated" in answer.json()["error"]
         answer = httpx.post(server.url + "/translate_file", data=fields,
                             files={"file": ("x.pdf", b"%PDF-1.4 broken")})
         assert answer.status_code == 400 and "not a PDF file" in answer.json()["error"]

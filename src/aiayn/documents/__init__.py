@@ -1,6 +1,6 @@
 """Files translated whole: plain text, HTML, XML and Markdown, SubRip subtitles, gettext catalogs,
-Word and OpenDocument documents, PowerPoint and OpenDocument presentations, EPUB books and
-XLIFF, each written back in its own format.
+Word and OpenDocument documents, PowerPoint and OpenDocument presentations, Excel workbooks,
+EPUB books and XLIFF, each written back in its own format.
 
     out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
 
@@ -102,7 +102,7 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import epub, gettext, markdown, pdf, slides, subtitles, text, word, writer, xliff
+    from . import epub, gettext, markdown, pdf, sheets, slides, subtitles, text, word, writer, xliff
     return {".txt": text.translate_text, ".epub": epub.translate_epub, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
             ".xml": text.translate_xml, ".md": markdown.translate_md,
@@ -111,12 +111,12 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
             ".pptx": slides.translate_pptx, ".pdf": pdf.translate_pdf,
-            ".xlf": xliff.translate_xliff,
-            ".xliff": xliff.translate_xliff}
+            ".xlsx": sheets.translate_xlsx, ".xlsm": sheets.translate_xlsx,
+            ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
-           ".docx", ".odt", ".odp", ".pptx", ".epub", ".pdf", ".xlf", ".xliff")
+           ".docx", ".odt", ".odp", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf", ".xliff")
 
 
 def extension(name: str | Path) -> str:
@@ -138,7 +138,7 @@ def translate_document(translator: "Translator", data: bytes, suffix: str,
 
 
 # an Office Open XML package's kind, by its main part's content type
-_OFFICE_KINDS = {"wordprocessingml": "a Word document (.docx)",
+OFFICE_KINDS = {"wordprocessingml": "a Word document (.docx)",
                  "presentationml": "a PowerPoint presentation (.pptx)",
                  "spreadsheetml": "an Excel workbook (.xlsx)"}
 
@@ -157,7 +157,7 @@ def package_problem(err: Exception, data: bytes = b"") -> str:
     match = re.search(r"content type is '([^']*)'", str(err))
     if not match:
         return str(err)
-    kind = next((name for key, name in _OFFICE_KINDS.items() if key in match.group(1)), None)
+    kind = next((name for key, name in OFFICE_KINDS.items() if key in match.group(1)), None)
     return f"it is {kind}; give it that extension" if kind else \
         f"its main part is of type {match.group(1)}"
 

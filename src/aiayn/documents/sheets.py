@@ -1,0 +1,285 @@
+"""Excel workbooks (.xlsx, and .xlsm with macros): the text of every text cell, shared or the
+cell's own, and of the cells' notes and threaded comments translated; a string's runs (bold,
+italic, fonts, colours) carried by the markup path, as Word documents' runs are
+(``aiayn.documents.word``).
+
+The package is read and written at the XML level (lxml), member for member: charts,
+pictures, pivot tables, macros and styles come back as they were, where a library that reads
+the workbook into its own model would drop what it does not know (openpyxl loses pictures
+and charts when it saves). Parts are found by their content type, not their names, which
+differ between Excel and other writers.
+
+- A text cell's string (``si`` of the shared strings, a cell's inline ``is``) is translated
+  if it holds a letter: numbers, dates and codes kept as text stay as written. A plain
+  string is translated line by line, its line breaks and edge spaces kept. A string of runs
+  becomes one sentence of markup: a run formatted otherwise than most of the string is a
+  ``<span data-r=K>``, a run in a monospaced font where most of the string is not is a
+  ``<code>`` kept as written, and a line break ends a line, the words on either side
+  translated apart. Phonetic guides (``rPh``), which spell the source's words, are dropped.
+- A note's text is translated the same way; the author's name that Excel writes first, in
+  bold, is kept. A threaded comment's plain text is translated line by line.
+- What formulas compute is not text of the workbook: Excel computes it again on opening, as
+  the translated workbook asks (``fullCalcOnLoad``), so a formula that joins translated
+  cells shows their translation.
+
+Not translated: sheet names (formulas name them), defined names, headers and footers, text
+boxes and charts' titles in drawings, and data validation messages.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+import zipfile
+
+from ..errors import UserError, require
+from . import (
+    OFFICE_KINDS,
+    Job,
+    local_name,
+    monospaced,
+    package_problem,
+    prevailing,
+    repack,
+    spanned,
+    stretches,
+)
+
+_S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_THREADED = "{http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments}"
+_TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
+_DC_LANGUAGE = "{http://purl.org/dc/elements/1.1/}language"
+_XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+# parts by the end of their content type
+_OFFICE = "application/vnd.openxmlformats-officedocument."
+_KINDS = {_OFFICE + "spreadsheetml.sharedStrings+xml": "strings",
+          _OFFICE + "spreadsheetml.worksheet+xml": "sheet",
+          _OFFICE + "spreadsheetml.comments+xml": "notes",
+          "application/vnd.ms-excel.threadedcomments+xml": "threads",
+          "application/vnd.openxmlformats-package.core-properties+xml": "properties"}
+_MAIN = re.compile(r"application/vnd\.(?:openxmlformats-officedocument\.spreadsheetml|"
+                   r"ms-excel)\.(?:sheet|template)(?:\.macroEnabled)?\.main\+xml")
+_LINE = "a line break"  # what a span number stands for where it ends a line
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def translate_xlsx(data: bytes, job: Job) -> bytes:
+    etree = require("lxml.etree", "Excel workbooks", "documents")
+    what = "not an Excel workbook (.xlsx)"
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        types = _content_types(archive, etree)
+    except zipfile.BadZipFile as err:
+        raise UserError(f"{what}: {package_problem(err, data)}") from None
+    except UserError as err:
+        raise UserError(f"{what}: {err}") from None
+    main = [t for t in types.values() if _MAIN.fullmatch(t)]
+    if not main:
+        kind = next((name for key, name in OFFICE_KINDS.items()
+                     if any(key in t and t.endswith(".main+xml") for t in types.values())), None)
+        raise UserError(f"{what}: " + (f"it is {kind}; give it that extension" if kind else
+                                       "it has no workbook part"))
+    roots = {name: (_KINDS[ctype], _parse(archive, name, etree, what))
+             for name, ctype in types.items() if ctype in _KINDS}
+    changed: set[str] = set()
+    strings, authors = [], {}
+    for name, (kind, root) in roots.items():
+        for item in _strings(root, kind) if kind in ("strings", "sheet", "notes") else []:
+            author = _author_run(item, root) if kind == "notes" else None
+            if _LETTER.search(_text(item, author)):
+                strings.append(item)
+                authors[id(item)] = author
+                changed.add(name)
+    plain = [item for item in strings if item.find(f"{_S}r") is None]
+    for item, translation in zip(plain, job.by_line([_text(item) for item in plain])):
+        _write(item, [(None, translation)])
+    rich = [item for item in strings if item.find(f"{_S}r") is not None]
+    plans = [_markup(item, authors[id(item)]) for item in rich]
+    for item, (_, spans), out in zip(rich, plans, job.markup([m for m, _ in plans])):
+        _write(item, _runs(spans, out), authors[id(item)])
+    threads = [(name, t) for name, (kind, root) in roots.items() if kind == "threads"
+               for t in root.iter(f"{_THREADED}text") if t.text and _LETTER.search(t.text)]
+    for (name, t), translation in zip(threads, job.by_line([t.text for _, t in threads])):
+        t.text = translation
+        changed.add(name)
+    for name, (kind, root) in roots.items():
+        for language in root.iter(_DC_LANGUAGE) if kind == "properties" else []:
+            if job.relabeled(language.text) is not None:
+                language.text = job.relabeled(language.text)
+                changed.add(name)
+    written = {name: etree.tostring(roots[name][1], xml_declaration=True, encoding="UTF-8",
+                                    standalone=True) for name in changed}
+    if any(root.find(f".//{_S}f") is not None for kind, root in roots.values()
+           if kind == "sheet"):
+        workbook = next(n for n, t in types.items() if _MAIN.fullmatch(t))
+        written[workbook] = _calculated_on_load(_parse(archive, workbook, etree, what), etree)
+    return repack(archive, written)
+
+
+def _content_types(archive: zipfile.ZipFile, etree) -> dict[str, str]:
+    """Each member's content type, by ``[Content_Types].xml``'s overrides and defaults."""
+    if "[Content_Types].xml" not in archive.namelist():
+        raise UserError("it has no [Content_Types].xml")
+    root = _parse(archive, "[Content_Types].xml", etree)
+    defaults = {d.get("Extension", "").lower(): d.get("ContentType", "")
+                for d in root.iter(f"{_TYPES}Default")}
+    overrides = {o.get("PartName", "").lstrip("/"): o.get("ContentType", "")
+                 for o in root.iter(f"{_TYPES}Override")}
+    return {name: overrides.get(name, defaults.get(name.rsplit(".", 1)[-1].lower(), ""))
+            for name in archive.namelist() if not name.endswith("/")}
+
+
+def _parse(archive: zipfile.ZipFile, name: str, etree, what: str = ""):
+    try:
+        return etree.fromstring(archive.read(name), etree.XMLParser(resolve_entities=False))
+    except etree.XMLSyntaxError:
+        raise UserError(f"{what + ': ' if what else ''}its {name} is not well-formed XML") \
+            from None
+    except (zipfile.BadZipFile, OSError) as err:  # a damaged member (zlib's errors are OSError)
+        raise UserError(f"{what + ': ' if what else ''}{err}") from None
+
+
+def _strings(root, kind: str) -> list:
+    """The rich-text strings of a part: shared strings, a sheet's inline strings (those of
+    formulas are their cached results), a note's text."""
+    if kind == "strings":
+        return root.findall(f"{_S}si")
+    if kind == "sheet":
+        return [c.find(f"{_S}is") for c in root.iter(f"{_S}c")
+                if c.get("t") == "inlineStr" and c.find(f"{_S}is") is not None
+                and c.find(f"{_S}f") is None]
+    return [c.find(f"{_S}text") for c in root.iter(f"{_S}comment")
+            if c.find(f"{_S}text") is not None]
+
+
+def _text(item, author=None) -> str:
+    """A string's text: its own ``t`` or its runs' (but a note's ``author`` run), not its
+    phonetic guides'."""
+    return "".join(t.text or "" for t in item.iter(f"{_S}t")
+                   if local_name(t.getparent().tag) in ("si", "is", "text", "r")
+                   and t.getparent() is not author)
+
+
+def _author_run(item, root):
+    """The run of a note that names its author (Excel writes "Name:" in bold first), or None."""
+    authors = {a.text.strip() for a in root.iter(f"{_S}author") if a.text and a.text.strip()}
+    runs = item.findall(f"{_S}r")
+    if runs and "".join(t.text or "" for t in runs[0].iter(f"{_S}t")).strip().rstrip(":") \
+            in authors:
+        return runs[0]
+    return None
+
+
+def _key(rpr) -> str:
+    """What a run's properties say of its look, as a string; "" for none."""
+    if rpr is None or (len(rpr) == 0 and not rpr.attrib):
+        return ""
+    from lxml import etree
+    return etree.tostring(rpr, encoding="unicode")
+
+
+def _font(rpr) -> str | None:
+    font = rpr.find(f"{_S}rFont") if rpr is not None else None
+    return font.get("val") if font is not None else None
+
+
+def _markup(item, author) -> tuple[str, list]:
+    """A string of runs as one sentence of markup, and what each span number stands for: run
+    properties (an ``rPr``, or None) or a line's end. Span 0 is the properties of most of the
+    string's text, whose runs are plain text. ``author``: a note's run naming its author,
+    left out."""
+    runs = [r for r in item.findall(f"{_S}r") if r is not author]
+    base_key, base = prevailing((_key(r.find(f"{_S}rPr")), len(_run_text(r)), r.find(f"{_S}rPr"))
+                                for r in runs) or ("", None)
+    base_font = _font(base)
+    spans: list = [base if base_key else None]
+    groups: list[tuple[str | None, bool, str, object]] = []  # key, code, text, properties
+    for run in runs:
+        rpr = run.find(f"{_S}rPr")
+        code = monospaced(_font(rpr)) and not monospaced(base_font)
+        key = None if _key(rpr) == base_key and not code else _key(rpr)
+        if groups and groups[-1][0] == key and groups[-1][1] == code:
+            groups[-1] = (key, code, groups[-1][2] + _run_text(run), groups[-1][3])
+        else:
+            groups.append((key, code, _run_text(run), rpr))
+    pieces = []
+    for key, code, text, rpr in groups:
+        number = None
+        if key is not None:
+            spans.append(rpr)
+            number = len(spans) - 1
+        for k, line in enumerate(text.split("\n")):
+            if k:
+                spans.append(_LINE)
+                pieces.append(spanned("", len(spans) - 1, line=True))
+            if line:
+                pieces.append(spanned(line, number, code=code))
+    return "".join(pieces), spans
+
+
+def _run_text(run) -> str:
+    t = run.find(f"{_S}t")
+    return t.text or "" if t is not None else ""
+
+
+def _runs(spans: list, translated: str) -> list[tuple[object, str]]:
+    """The translation's runs as (properties, text), adjacent ones of the same properties
+    joined, a line's end a line break at the end of the run before it."""
+    out: list[tuple[object, str]] = []
+    for text, number in stretches(translated):
+        span = spans[0 if number is None else number]
+        if span is _LINE:  # the spaces the markup path writes around it go
+            props, before = out.pop() if out else (spans[0], "")
+            out.append((props, before.rstrip(" ") + "\n"))
+            continue
+        if out and out[-1][1].endswith("\n"):
+            text = text.lstrip(" ")
+        if out and out[-1][0] is span:
+            out[-1] = (span, out[-1][1] + text)
+        elif text:
+            out.append((span, text))
+    return out
+
+
+def _write(item, runs: list[tuple[object, str]], author=None) -> None:
+    """A string's text, runs and phonetic guides replaced by ``runs`` (after a note's
+    ``author`` run), before what else it holds (its phonetic properties)."""
+    for child in list(item):
+        if local_name(child.tag) in ("t", "r", "rPh"):
+            item.remove(child)
+    at = 0
+    if author is not None:
+        item.insert(at, author)
+        at += 1
+    # one plain text is a ``t`` of its own; else runs
+    in_runs = author is not None or len(runs) != 1 or runs[0][0] is not None
+    for props, text in runs:
+        t = item.makeelement(f"{_S}t", {})
+        t.text = text
+        if text != text.strip():
+            t.set(_XML_SPACE, "preserve")
+        element = t
+        if in_runs:
+            element = item.makeelement(f"{_S}r", {})
+            if props is not None:
+                element.append(copy.deepcopy(props))
+            element.append(t)
+        item.insert(at, element)
+        at += 1
+
+
+def _calculated_on_load(workbook, etree) -> bytes:
+    """The workbook part asking Excel to compute every formula again when it opens, so that
+    cached results made of the source's strings are not shown."""
+    calc = workbook.find(f"{_S}calcPr")
+    if calc is None:
+        calc = workbook.makeelement(f"{_S}calcPr", {})
+        # calcPr follows the sheets and names and comes before the rest (the schema's order)
+        after = [c for c in workbook if local_name(c.tag) in
+                 ("fileVersion", "fileSharing", "workbookPr", "workbookProtection",
+                  "bookViews", "sheets", "functionGroups", "externalReferences",
+                  "definedNames")]
+        workbook.insert(workbook.index(after[-1]) + 1 if after else 0, calc)
+    calc.set("fullCalcOnLoad", "1")
+    return etree.tostring(workbook, xml_declaration=True, encoding="UTF-8", standalone=True)
