@@ -1,0 +1,103 @@
+"""Excel workbooks written elsewhere, translated whole and read back by openpyxl: is every
+text cell translated and every other cell, formula, sheet and package member as it was?
+
+    python benchmarks/workbooks_roundtrip.py --checkpoint RUN BOOK.xlsx [BOOK.xlsm ...]
+
+Each workbook (e.g. the test files that xlsx2csv, tablib and pyexcel-xlsx ship in their
+source packages: written by Excel, LibreOffice and other libraries) goes through
+`aiayn.documents.translate_document`, what `aiayn translate --file` and `/translate_file` run.
+openpyxl, which aiayn does not use to write them, reads the source and the translation. Per
+workbook:
+
+- reads: openpyxl opens the translation;
+- sheets: the same sheet names in the same order, each with the same cells holding values;
+- text cells: cells whose value is a string with a letter (not a formula), and how many of
+  them changed (a translation may equal its source: names, codes);
+- the rest: numbers, dates, booleans, formulas and strings without a letter, and how many
+  came back equal;
+- members: package members other than the shared strings, sheets, notes, threaded comments,
+  the document properties and the workbook part (whose calculation settings change), and how
+  many came back byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+from machine import header
+
+_LETTER = re.compile(r"[^\W\d_]")
+_REWRITTEN = re.compile(r"xl/(sharedStrings|workbook|worksheets/.*|comments.*|"
+                        r"threadedComments/.*)\.xml|docProps/core\.xml")
+
+
+def cells(data: bytes) -> dict[tuple[str, str], object]:
+    import openpyxl
+    book = openpyxl.load_workbook(io.BytesIO(data))
+    return {(sheet.title, cell.coordinate): cell.value for sheet in book.worksheets
+            for row in sheet.iter_rows() for cell in row if cell.value is not None}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("books", nargs="+", type=Path)
+    args = p.parse_args()
+
+    import openpyxl
+
+    import aiayn
+    from aiayn.documents import translate_document
+    from aiayn.errors import UserError
+    print(header(), flush=True)
+    translator = aiayn.load(args.checkpoint)
+    print("| workbook | reads | sheets alike | text cells changed | the rest equal | "
+          "members byte for byte | seconds |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    totals = [0, 0, 0, 0]
+    for path in args.books:
+        data = path.read_bytes()
+        t0 = time.perf_counter()
+        try:
+            out = translate_document(translator, data, path.suffix.lower())
+        except UserError as err:
+            print(f"| {path.name} | refused: {err} | | | | | |")
+            continue
+        seconds = time.perf_counter() - t0
+        try:
+            before = cells(data)
+        except Exception as err:  # noqa: BLE001 (openpyxl cannot read the source either)
+            print(f"| {path.name} | the source neither: {err} | | | | | {seconds:.1f} |")
+            continue
+        try:
+            after = cells(out)
+            reads = "yes"
+        except Exception as err:  # noqa: BLE001 (what openpyxl says of it is the result)
+            print(f"| {path.name} | NO: {err} | | | | | {seconds:.1f} |")
+            continue
+        names = [openpyxl.load_workbook(io.BytesIO(d)).sheetnames for d in (data, out)]
+        alike = names[0] == names[1] and before.keys() == after.keys()
+        text = [k for k, v in before.items() if isinstance(v, str) and _LETTER.search(v)
+                and not v.startswith("=")]
+        rest = [k for k in before if k not in text]
+        changed = sum(before[k] != after.get(k) for k in text)
+        equal = sum(before[k] == after.get(k) for k in rest)
+        with zipfile.ZipFile(io.BytesIO(data)) as a, zipfile.ZipFile(io.BytesIO(out)) as b:
+            kept = [n for n in a.namelist() if not _REWRITTEN.fullmatch(n)]
+            same = sum(n in b.namelist() and a.read(n) == b.read(n) for n in kept)
+        totals = [totals[0] + changed, totals[1] + len(text), totals[2] + equal,
+                  totals[3] + len(rest)]
+        print(f"| {path.name} | {reads} | {'yes' if alike else 'NO'} | {changed}/{len(text)} | "
+              f"{equal}/{len(rest)} | {same}/{len(kept)} | {seconds:.1f} |", flush=True)
+    print(f"\ntext cells changed {totals[0]}/{totals[1]}, the rest equal {totals[2]}/{totals[3]}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
