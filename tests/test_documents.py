@@ -934,6 +934,47 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
     assert sorted(said) == sorted(translator.translate(SENTENCES[:4]))
 
 
+def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, translator,
+                                                                  tmp_path):
+    """An .ods: text cells and notes are translated as an .odt's paragraphs are; what a cell
+    shows of a number, a date or a formula stays as written, and so do the sheets' names."""
+    from odf import teletype
+    from odf.office import Annotation
+    from odf.opendocument import OpenDocumentSpreadsheet, load
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+    document = OpenDocumentSpreadsheet()
+    sheet = Table(name="Sheet one")
+    cells = [TableCell(valuetype="string"), TableCell(valuetype="float", value="42"),
+             TableCell(valuetype="date", datevalue="2026-11-29"),
+             TableCell(valuetype="string", formula='of:=[.A1]&"!"'), TableCell(),
+             TableCell(valuetype="percentage", value="0.5")]
+    shown = [SENTENCES[0], "42", "29 November 2026", f"{SENTENCES[0]}!", SENTENCES[2],
+             "50 %"]
+    row = TableRow()
+    for cell, text in zip(cells, shown):
+        cell.addElement(P(text=text))
+        row.addElement(cell)
+    note = Annotation()
+    note.addElement(P(text=SENTENCES[1]))
+    cells[1].addElement(note)  # a note on a number: text
+    sheet.addElement(row)
+    document.spreadsheet.addElement(sheet)
+    path = tmp_path / "in.ods"
+    saved(document, path)
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.ods")))
+    assert out.mimetype == "application/vnd.oasis.opendocument.spreadsheet"
+    table = out.getElementsByType(Table)[0]
+    assert table.getAttribute("name") == "Sheet one"
+    said = [teletype.extractText(c.getElementsByType(P)[0])
+            for c in table.getElementsByType(TableCell)]
+    t = translator.translate([SENTENCES[0], SENTENCES[2]])
+    assert said == [t[0], "42", "29 November 2026", f"{SENTENCES[0]}!", t[1], "50 %"]
+    notes = out.getElementsByType(Annotation)
+    assert [teletype.extractText(n.getElementsByType(P)[0]) for n in notes] == \
+        translator.translate([SENTENCES[1]])
+
+
 def word_document() -> bytes:
     import docx
     document = docx.Document()

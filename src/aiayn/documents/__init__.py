@@ -1,6 +1,6 @@
 """Files translated whole: plain text, HTML, XML and Markdown, SubRip subtitles, gettext catalogs,
-Word and OpenDocument documents, PowerPoint and OpenDocument presentations, Excel workbooks,
-EPUB books and XLIFF, each written back in its own format.
+Word and OpenDocument documents, PowerPoint and OpenDocument presentations, Excel and
+OpenDocument spreadsheets, EPUB books and XLIFF, each written back in its own format.
 
     out = translate_document(translator, data, ".po", options)   # bytes in, bytes out
 
@@ -110,13 +110,15 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
+            ".ods": lambda data, job: writer.translate_odt(data, job, "spreadsheet (.ods)"),
             ".pptx": slides.translate_pptx, ".pdf": pdf.translate_pdf,
             ".xlsx": sheets.translate_xlsx, ".xlsm": sheets.translate_xlsx,
             ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
-           ".docx", ".odt", ".odp", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf", ".xliff")
+           ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
+           ".xliff")
 
 
 def extension(name: str | Path) -> str:

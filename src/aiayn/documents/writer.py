@@ -1,7 +1,9 @@
-"""OpenDocument text and presentations (.odt, .odp; odfpy): every paragraph and heading, in
-the body, tables, lists, frames, slides and their notes, headers and footers, translated
-with its styled spans and links carried by the markup path, as Word documents' runs are
-(``aiayn.documents.word``).
+"""OpenDocument text, presentations and spreadsheets (.odt, .odp, .ods; odfpy): every paragraph
+and heading, in the body, tables, lists, frames, slides and their notes, headers and footers,
+translated with its styled spans and links carried by the markup path, as Word documents'
+runs are (``aiayn.documents.word``). A table cell that holds a number, a date or another
+value that is not text, or a formula, shows it as a paragraph: that paragraph stays as
+written (a spreadsheet's formulas give their results again when they are recalculated).
 
 A paragraph whose children are text, ``text:span``, ``text:a``, ``text:s`` (spaces) and points
 between words (notes, tabs, line breaks, bookmarks) becomes one sentence of markup (``<span
@@ -75,7 +77,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
     styles = _Styles(document)
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
                   if teletype.extractText(p).strip() and not styles.code_paragraph(p)
-                  and _within(p, document.topnode)]
+                  and _within(p, document.topnode) and not _shows_a_value(p)]
     whole = [p for p in paragraphs if _simple(p)]
     plans = [_markup(p, styles) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
@@ -265,6 +267,23 @@ def _within(node, root) -> bool:
     while node is not None:
         if node is root:
             return True
+        node = node.parentNode
+    return False
+
+
+_TABLE_NS = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+_CELLS = {(_TABLE_NS, "table-cell"), (_TABLE_NS, "covered-table-cell")}
+
+
+def _shows_a_value(paragraph) -> bool:
+    """Whether a paragraph is what a table cell shows of a value that is not text (a number,
+    a date, a percentage, a truth value: "1,234.50", formatted from ``office:value``) or of a
+    formula (its last result, which the formula gives again). A note on such a cell is text."""
+    node = paragraph.parentNode
+    while node is not None and getattr(node, "qname", None) != _ANNOTATION:
+        if getattr(node, "qname", None) in _CELLS:
+            kind = node.attributes.get((_OFFICE_NS, "value-type"))
+            return kind not in (None, "string") or (_TABLE_NS, "formula") in node.attributes
         node = node.parentNode
     return False
 
