@@ -1,12 +1,14 @@
-"""Excel workbooks written elsewhere, translated whole and read back by openpyxl: is every
-text cell translated and every other cell, formula, sheet and package member as it was?
+"""Spreadsheets written elsewhere, translated whole and read back by a library aiayn does not
+write them with: is every text cell translated and every other cell, formula, sheet and
+package member as it was?
 
-    python benchmarks/workbooks_roundtrip.py --checkpoint RUN BOOK.xlsx [BOOK.xlsm ...]
+    python benchmarks/workbooks_roundtrip.py --checkpoint RUN BOOK.xlsx [BOOK.xlsm BOOK.ods ...]
 
-Each workbook (e.g. the test files that xlsx2csv, tablib and pyexcel-xlsx ship in their
-source packages: written by Excel, LibreOffice and other libraries) goes through
+Each workbook (e.g. the test files that xlsx2csv, tablib, pyexcel-xlsx and pyexcel-ods ship
+in their source packages: written by Excel, LibreOffice and other libraries) goes through
 `aiayn.documents.translate_document`, what `aiayn translate --file` and `/translate_file` run.
-openpyxl, which aiayn does not use to write them, reads the source and the translation. Per
+openpyxl reads an Excel workbook, its source and its translation (formulas as written),
+python-calamine (Rust's calamine) an OpenDocument spreadsheet (formulas' last values). Per
 workbook:
 
 - reads: openpyxl opens the translation;
@@ -15,9 +17,10 @@ workbook:
   them changed (a translation may equal its source: names, codes);
 - the rest: numbers, dates, booleans, formulas and strings without a letter, and how many
   came back equal;
-- members: package members other than the shared strings, sheets, notes, threaded comments,
-  the document properties and the workbook part (whose calculation settings change), and how
-  many came back byte for byte.
+- members: package members other than the parts that hold text (an Excel workbook's shared
+  strings, sheets, notes, threaded comments and document properties, and its workbook part,
+  whose calculation settings change; an OpenDocument file's content.xml and styles.xml), and
+  how many came back byte for byte.
 """
 
 from __future__ import annotations
@@ -34,14 +37,23 @@ from machine import header
 
 _LETTER = re.compile(r"[^\W\d_]")
 _REWRITTEN = re.compile(r"xl/(sharedStrings|workbook|worksheets/.*|comments.*|"
-                        r"threadedComments/.*)\.xml|docProps/core\.xml")
+                        r"threadedComments/.*)\.xml|docProps/core\.xml|content\.xml|styles\.xml")
 
 
-def cells(data: bytes) -> dict[tuple[str, str], object]:
+def cells(data: bytes, suffix: str) -> tuple[list[str], dict[tuple[str, str], object]]:
+    """A workbook's sheet names, and each cell that holds a value, by sheet and place."""
+    if suffix == ".ods":
+        from python_calamine import CalamineWorkbook
+        book = CalamineWorkbook.from_filelike(io.BytesIO(data))
+        return book.sheet_names, {
+            (name, f"{r},{c}"): value for name in book.sheet_names
+            for r, row in enumerate(book.get_sheet_by_name(name).to_python())
+            for c, value in enumerate(row) if value != ""}
     import openpyxl
     book = openpyxl.load_workbook(io.BytesIO(data))
-    return {(sheet.title, cell.coordinate): cell.value for sheet in book.worksheets
-            for row in sheet.iter_rows() for cell in row if cell.value is not None}
+    return book.sheetnames, {(sheet.title, cell.coordinate): cell.value
+                             for sheet in book.worksheets for row in sheet.iter_rows()
+                             for cell in row if cell.value is not None}
 
 
 def main() -> None:
@@ -49,8 +61,6 @@ def main() -> None:
     p.add_argument("--checkpoint", required=True)
     p.add_argument("books", nargs="+", type=Path)
     args = p.parse_args()
-
-    import openpyxl
 
     import aiayn
     from aiayn.documents import translate_document
@@ -71,18 +81,17 @@ def main() -> None:
             continue
         seconds = time.perf_counter() - t0
         try:
-            before = cells(data)
-        except Exception as err:  # noqa: BLE001 (openpyxl cannot read the source either)
+            names_before, before = cells(data, path.suffix.lower())
+        except Exception as err:  # noqa: BLE001 (the reader cannot read the source either)
             print(f"| {path.name} | the source neither: {err} | | | | | {seconds:.1f} |")
             continue
         try:
-            after = cells(out)
+            names_after, after = cells(out, path.suffix.lower())
             reads = "yes"
-        except Exception as err:  # noqa: BLE001 (what openpyxl says of it is the result)
+        except Exception as err:  # noqa: BLE001 (what the reader says of it is the result)
             print(f"| {path.name} | NO: {err} | | | | | {seconds:.1f} |")
             continue
-        names = [openpyxl.load_workbook(io.BytesIO(d)).sheetnames for d in (data, out)]
-        alike = names[0] == names[1] and before.keys() == after.keys()
+        alike = names_before == names_after and before.keys() == after.keys()
         text = [k for k, v in before.items() if isinstance(v, str) and _LETTER.search(v)
                 and not v.startswith("=")]
         rest = [k for k in before if k not in text]

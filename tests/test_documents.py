@@ -1630,6 +1630,18 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
     buffer = io.BytesIO()
     book.save(buffer)
     files["in.xlsx"] = buffer.getvalue()
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+    sheet, row, cell = Table(name="one"), TableRow(), TableCell(valuetype="string")
+    cell.addElement(P(text=SENTENCES[1]))
+    row.addElement(cell)
+    sheet.addElement(row)
+    spreadsheet = OpenDocumentSpreadsheet()
+    spreadsheet.spreadsheet.addElement(sheet)
+    buffer = io.BytesIO()
+    spreadsheet.save(buffer)
+    files["in.ods"] = buffer.getvalue()
     files["in.epub"] = _zip(epub_book(
         '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>alpha beta</p></body></html>'))
     from tests.test_pdf import pdf_file, text
@@ -1666,7 +1678,7 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                 said = [pypdfium2.PdfDocument(d)[0].get_textpage().get_text_range()
                         for d in (got, expected[name])]
                 assert said[0] == said[1] != SENTENCES[1]
-            elif name.endswith(".odt"):
+            elif name.endswith((".odt", ".ods")):
                 from odf import teletype, text
                 from odf.opendocument import load
                 said = [teletype.extractText(load(io.BytesIO(d)).getElementsByType(text.P)[0])
