@@ -18,9 +18,9 @@ workbook:
 - the rest: numbers, dates, booleans, formulas and strings without a letter, and how many
   came back equal;
 - members: package members other than the parts that hold text (an Excel workbook's shared
-  strings, sheets, notes, threaded comments and document properties, and its workbook part,
-  whose calculation settings change; an OpenDocument file's content.xml and styles.xml), and
-  how many came back byte for byte.
+  strings, sheets, notes, threaded comments, drawings, charts and document properties, and
+  its workbook part, whose calculation settings change; an OpenDocument file's content.xml
+  and styles.xml), and how many came back byte for byte.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ from pathlib import Path
 from machine import header
 
 _LETTER = re.compile(r"[^\W\d_]")
-_REWRITTEN = re.compile(r"xl/(sharedStrings|workbook|worksheets/.*|comments.*|"
-                        r"threadedComments/.*)\.xml|docProps/core\.xml|content\.xml|styles\.xml")
+_REWRITTEN = re.compile(r"xl/(sharedStrings|workbook|worksheets/.*|comments.*|threadedComments/.*|"
+                        r"drawings/drawing\d+|charts/chart\d+)\.xml|docProps/core\.xml|"
+                        r"content\.xml|styles\.xml")
 
 
 def cells(data: bytes, suffix: str) -> tuple[list[str], dict[tuple[str, str], object]]:

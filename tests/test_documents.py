@@ -4,6 +4,7 @@ nothing."""
 
 import codecs
 import io
+import re
 
 import pytest
 
@@ -1073,13 +1074,14 @@ def test_powerpoint_presentations_keep_formatting_links_and_every_frame(toy_mode
 
 
 _SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+CHART_TITLE = toy_pairs(1, seed=41)[0][0]
 
 
 def xlsx_workbook() -> bytes:
     """An Excel workbook written by openpyxl (inline strings, a note, a formula, rich text,
-    a second sheet), then given what Excel writes and openpyxl does not: shared strings with
-    a phonetic guide, a note that starts with its author's name in bold, a threaded comment,
-    and a picture."""
+    a chart, a second sheet), then given what Excel writes and openpyxl does not: shared
+    strings with a phonetic guide, a note that starts with its author's name in bold, a
+    threaded comment, and a picture."""
     import zipfile
 
     import openpyxl
@@ -1102,6 +1104,11 @@ def xlsx_workbook() -> bytes:
     sheet["A7"] = CellRichText([TextBlock(InlineFont(rFont="Courier New"), "x = 1"),
                                 f" {SENTENCES[4]}"])
     sheet["B1"] = "shared"
+    from openpyxl.chart import BarChart, Reference
+    chart = BarChart()
+    chart.title = CHART_TITLE
+    chart.add_data(Reference(sheet, min_col=1, min_row=2, max_row=2))
+    sheet.add_chart(chart, "D2")
     book.create_sheet("Other")["B2"] = SENTENCES[5]
     book.properties.language = "en-US"
     buffer = io.BytesIO()
@@ -1142,7 +1149,8 @@ def xlsx_workbook() -> bytes:
 
 def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_model, translator,
                                                                         tmp_path):
-    """A .xlsx: shared and inline strings, notes and threaded comments translated; a run's
+    """A .xlsx: shared and inline strings, notes, threaded comments and a chart's title
+    translated; a run's
     bold carried onto its words, code kept, lines translated apart; numbers, text without
     letters and formulas left alone, formulas computed again on opening; every other member
     as it was; the workbook says it is in the target language. openpyxl reads it back."""
@@ -1181,6 +1189,8 @@ def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_mode
         assert f"<text>{t[7]}</text>" in package.read(
             "xl/threadedComments/threadedComment1.xml").decode()
         assert package.read("xl/media/image1.png") == png()
+        chart = package.read("xl/charts/chart1.xml").decode()
+        assert re.findall(r"<a:t>([^<]*)</a:t>", chart) == translator.translate([CHART_TITLE])
         assert 'fullCalcOnLoad="1"' in package.read("xl/workbook.xml").decode()
 
 

@@ -18,12 +18,15 @@ differ between Excel and other writers.
   translated apart. Phonetic guides (``rPh``), which spell the source's words, are dropped.
 - A note's text is translated the same way; the author's name that Excel writes first, in
   bold, is kept. A threaded comment's plain text is translated line by line.
+- Text boxes and shapes drawn on a sheet, and charts' titles, axis titles and labels, are
+  DrawingML paragraphs, translated as a PowerPoint slide's (``aiayn.documents.slides``). A
+  chart's categories and series are a cache of the cells it plots, which Excel reads again.
 - What formulas compute is not text of the workbook: Excel computes it again on opening, as
   the translated workbook asks (``fullCalcOnLoad``), so a formula that joins translated
   cells shows their translation.
 
-Not translated: sheet names (formulas name them), defined names, headers and footers, text
-boxes and charts' titles in drawings, and data validation messages.
+Not translated: sheet names (formulas name them), defined names, headers and footers, and
+data validation messages.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from . import (
 )
 
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _THREADED = "{http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments}"
 _TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _DC_LANGUAGE = "{http://purl.org/dc/elements/1.1/}language"
@@ -57,6 +61,8 @@ _KINDS = {_OFFICE + "spreadsheetml.sharedStrings+xml": "strings",
           _OFFICE + "spreadsheetml.worksheet+xml": "sheet",
           _OFFICE + "spreadsheetml.comments+xml": "notes",
           "application/vnd.ms-excel.threadedcomments+xml": "threads",
+          _OFFICE + "drawing+xml": "drawing", _OFFICE + "drawingml.chart+xml": "drawing",
+          _OFFICE + "theme+xml": "theme",
           "application/vnd.openxmlformats-package.core-properties+xml": "properties"}
 _MAIN = re.compile(r"application/vnd\.(?:openxmlformats-officedocument\.spreadsheetml|"
                    r"ms-excel)\.(?:sheet|template)(?:\.macroEnabled)?\.main\+xml")
@@ -98,6 +104,13 @@ def translate_xlsx(data: bytes, job: Job) -> bytes:
     plans = [_markup(item, authors[id(item)]) for item in rich]
     for item, (_, spans), out in zip(rich, plans, job.markup([m for m, _ in plans])):
         _write(item, _runs(spans, out), authors[id(item)])
+    from . import slides
+    drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
+             and any(t.text and t.text.strip() for t in root.iter(f"{_A}t"))}
+    slides.translate_paragraphs([(p, {}) for root in drawn.values() for p in root.iter(f"{_A}p")],
+                                _body_font(roots), job)
+    slides.relabel(list(drawn.values()), job)
+    changed.update(drawn)
     threads = [(name, t) for name, (kind, root) in roots.items() if kind == "threads"
                for t in root.iter(f"{_THREADED}text") if t.text and _LETTER.search(t.text)]
     for (name, t), translation in zip(threads, job.by_line([t.text for _, t in threads])):
@@ -128,6 +141,17 @@ def _content_types(archive: zipfile.ZipFile, etree) -> dict[str, str]:
                  for o in root.iter(f"{_TYPES}Override")}
     return {name: overrides.get(name, defaults.get(name.rsplit(".", 1)[-1].lower(), ""))
             for name in archive.namelist() if not name.endswith("/")}
+
+
+def _body_font(roots: dict) -> str | None:
+    """The typeface the workbook's theme sets text in (its minor Latin font), where it has
+    one: a text box's run in a monospaced font where this is not is code."""
+    for kind, root in roots.values():
+        latin = root.find(f".//{_A}fontScheme/{_A}minorFont/{_A}latin") if kind == "theme" \
+            else None
+        if latin is not None:
+            return latin.get("typeface")
+    return None
 
 
 def _parse(archive: zipfile.ZipFile, name: str, etree, what: str = ""):

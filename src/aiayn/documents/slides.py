@@ -57,26 +57,14 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
         raise UserError(f"not a PowerPoint presentation (.pptx): "
                         f"{package_problem(err, data)}") from None
     font = _body_font(presentation)
-    owned = [(p, part) for part, root, kind in parts if kind != "plain"
-             for p in root.iter(f"{_A}p") if _text(p).strip()
-             and (kind == "shown" or not _in_placeholder(p)) and not _listing(p, font)]
-    paragraphs = [p for p, _ in owned]
-    simple = [_simple(p) for p in paragraphs]
-    whole = [p for p, one in zip(paragraphs, simple) if one]
-    plans = [_markup(p, font, part.rels) for (p, part), one in zip(owned, simple) if one]
-    translated = job.markup([markup for markup, _ in plans]) if plans else []
-    for paragraph, (_, spans), out in zip(whole, plans, translated):
-        _rewrite(paragraph, spans, out)
-    texts = [t for p, one in zip(paragraphs, simple) if not one for t in p.iter(f"{_A}t")
-             if t.text and t.text.strip() and local_name(t.getparent().tag) == "r"]
-    for t, translation in zip(texts, job.lines([t.text.strip() for t in texts])):
-        t.text = t.text[:len(t.text) - len(t.text.lstrip())] + translation + \
-            t.text[len(t.text.rstrip()):]
+    translate_paragraphs([(p, part.rels) for part, root, kind in parts if kind != "plain"
+                          for p in root.iter(f"{_A}p")
+                          if kind == "shown" or not _in_placeholder(p)], font, job)
     comments = [t for _, root, kind in parts if kind == "plain" for t in root.iter(f"{_P}text")
                 if t.text and t.text.strip()]
     for t, translation in zip(comments, job.by_line([t.text for t in comments])):
         t.text = translation
-    _relabel([presentation.part._element, *(root for _, root, _ in parts)], job)
+    relabel([presentation.part._element, *(root for _, root, _ in parts)], job)
     from pptx.opc.oxml import serialize_part_xml
     for part, root, _ in parts:
         if getattr(part, "_element", None) is None:
@@ -84,6 +72,26 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
     buffer = io.BytesIO()
     presentation.save(buffer)
     return buffer.getvalue()
+
+
+def translate_paragraphs(paragraphs: list[tuple[Any, Any]], font: str | None, job: Job
+                         ) -> None:
+    """DrawingML paragraphs (``a:p``, each with its part's relationships, which name its
+    links' targets) translated in place: each whole through the markup path, its runs
+    written again; one holding anything else run by run. Listings (all code, where the
+    body's ``font`` is not monospaced) and paragraphs without text stay."""
+    owned = [(p, rels) for p, rels in paragraphs if _text(p).strip() and not _listing(p, font)]
+    simple = [_simple(p) for p, _ in owned]
+    whole = [p for (p, _), one in zip(owned, simple) if one]
+    plans = [_markup(p, font, rels) for (p, rels), one in zip(owned, simple) if one]
+    translated = job.markup([markup for markup, _ in plans]) if plans else []
+    for paragraph, (_, spans), out in zip(whole, plans, translated):
+        _rewrite(paragraph, spans, out)
+    texts = [t for (p, _), one in zip(owned, simple) if not one for t in p.iter(f"{_A}t")
+             if t.text and t.text.strip() and local_name(t.getparent().tag) == "r"]
+    for t, translation in zip(texts, job.lines([t.text.strip() for t in texts])):
+        t.text = t.text[:len(t.text) - len(t.text.lstrip())] + translation + \
+            t.text[len(t.text.rstrip()):]
 
 
 def _parts(presentation) -> list[tuple[Any, Any, str]]:
@@ -274,7 +282,7 @@ def _rewrite(paragraph, spans: list, translated: str) -> None:
         at += 1
 
 
-def _relabel(roots: list, job: Job) -> None:
+def relabel(roots: list, job: Job) -> None:
     """Every language a run, paragraph end or default text style gives (``lang``,
     ``altLang``) that names the source language names the target (``Job.relabeled``)."""
     for root in roots:
