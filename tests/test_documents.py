@@ -1543,6 +1543,11 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
      "not an Excel workbook (.xlsx): its xl/sharedStrings.xml is not well-formed XML"),
     ("in.xlsx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504),
      "not an Excel workbook (.xlsx): it is encrypted with a password"),
+    ("in.xlsx", _zip({"xl/workbook.xml": b"<workbook/>", "xl/media/image1.png": png(),
+                      "[Content_Types].xml": f'<Types xmlns="{_TYPES}"><Override PartName="/xl/'
+                      'workbook.xml" ContentType="application/vnd.ms-excel.sheet.macroEnabled.'
+                      'main+xml"/></Types>'.encode()}, damaged="xl/media/image1.png"),
+     "not an Excel workbook (.xlsx): Bad CRC-32 for file 'xl/media/image1.png'"),
     ("in.pdf", b"%PDF", "not a PDF file that can be translated: PDFium cannot read it"),
     ("in.docx", b"PK\x03\x04 not really a zip", "not a Word document"),
     ("in.po", b'msgid "a"\nmsgstr "b"\nmsgid', "not a gettext catalog"),

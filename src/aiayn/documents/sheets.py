@@ -80,30 +80,17 @@ def translate_xlsx(data: bytes, job: Job) -> bytes:
         raise UserError(f"{what}: {package_problem(err, data)}") from None
     except UserError as err:
         raise UserError(f"{what}: {err}") from None
-    main = [t for t in types.values() if _MAIN.fullmatch(t)]
-    if not main:
+    workbook = next((name for name, ctype in types.items() if _MAIN.fullmatch(ctype)), None)
+    if workbook is None:
         kind = next((name for key, name in OFFICE_KINDS.items()
                      if any(key in t and t.endswith(".main+xml") for t in types.values())), None)
         raise UserError(f"{what}: " + (f"it is {kind}; give it that extension" if kind else
                                        "it has no workbook part"))
     roots = {name: (_KINDS[ctype], _parse(archive, name, etree, what))
              for name, ctype in types.items() if ctype in _KINDS}
-    changed: set[str] = set()
-    strings, authors = [], {}
-    for name, (kind, root) in roots.items():
-        for item in _strings(root, kind) if kind in ("strings", "sheet", "notes") else []:
-            author = _author_run(item, root) if kind == "notes" else None
-            if _LETTER.search(_text(item, author)):
-                strings.append(item)
-                authors[id(item)] = author
-                changed.add(name)
-    plain = [item for item in strings if item.find(f"{_S}r") is None]
-    for item, translation in zip(plain, job.by_line([_text(item) for item in plain])):
-        _write(item, [(None, translation)])
-    rich = [item for item in strings if item.find(f"{_S}r") is not None]
-    plans = [_markup(item, authors[id(item)]) for item in rich]
-    for item, (_, spans), out in zip(rich, plans, job.markup([m for m, _ in plans])):
-        _write(item, _runs(spans, out), authors[id(item)])
+    # 1) the cells' strings and the notes; 2) text boxes and charts; 3) threaded comments;
+    # 4) the language the properties name
+    changed = _translate_strings(roots, job)
     from . import slides
     drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
              and any(t.text and t.text.strip() for t in root.iter(f"{_A}t"))}
@@ -125,9 +112,34 @@ def translate_xlsx(data: bytes, job: Job) -> bytes:
                                     standalone=True) for name in changed}
     if any(root.find(f".//{_S}f") is not None for kind, root in roots.values()
            if kind == "sheet"):
-        workbook = next(n for n, t in types.items() if _MAIN.fullmatch(t))
         written[workbook] = _calculated_on_load(_parse(archive, workbook, etree, what), etree)
-    return repack(archive, written)
+    try:
+        return repack(archive, written)
+    except (zipfile.BadZipFile, OSError) as err:  # a damaged member copied as it was
+        raise UserError(f"{what}: {err}") from None
+
+
+def _translate_strings(roots: dict, job: Job) -> set[str]:
+    """The text cells' strings (those with a letter) and the notes translated in place, plain
+    ones line by line and those of runs through the markup path; the names of the parts
+    changed."""
+    changed: set[str] = set()
+    strings, authors = [], {}
+    for name, (kind, root) in roots.items():
+        for item in _strings(root, kind) if kind in ("strings", "sheet", "notes") else []:
+            author = _author_run(item, root) if kind == "notes" else None
+            if _LETTER.search(_text(item, author)):
+                strings.append(item)
+                authors[id(item)] = author
+                changed.add(name)
+    plain = [item for item in strings if item.find(f"{_S}r") is None]
+    for item, translation in zip(plain, job.by_line([_text(item) for item in plain])):
+        _write(item, [(None, translation)])
+    rich = [item for item in strings if item.find(f"{_S}r") is not None]
+    plans = [_markup(item, authors[id(item)]) for item in rich]
+    for item, (_, spans), out in zip(rich, plans, job.markup([m for m, _ in plans])):
+        _write(item, _runs(spans, out), authors[id(item)])
+    return changed
 
 
 def _content_types(archive: zipfile.ZipFile, etree) -> dict[str, str]:
