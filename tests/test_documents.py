@@ -1074,14 +1074,14 @@ def test_powerpoint_presentations_keep_formatting_links_and_every_frame(toy_mode
 
 
 _SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-CHART_TITLE = toy_pairs(1, seed=41)[0][0]
+CHART_TITLE, HEADER, PROMPT = (s for s, _ in toy_pairs(3, seed=41))
 
 
 def xlsx_workbook() -> bytes:
     """An Excel workbook written by openpyxl (inline strings, a note, a formula, rich text,
-    a chart, a second sheet), then given what Excel writes and openpyxl does not: shared
-    strings with a phonetic guide, a note that starts with its author's name in bold, a
-    threaded comment, and a picture."""
+    a chart, a header and a footer, a data validation's prompt, a second sheet), then given
+    what Excel writes and openpyxl does not: shared strings with a phonetic guide, a note
+    that starts with its author's name in bold, a threaded comment, and a picture."""
     import zipfile
 
     import openpyxl
@@ -1109,6 +1109,12 @@ def xlsx_workbook() -> bytes:
     chart.title = CHART_TITLE
     chart.add_data(Reference(sheet, min_col=1, min_row=2, max_row=2))
     sheet.add_chart(chart, "D2")
+    sheet.oddHeader.center.text = HEADER
+    sheet.oddFooter.right.text = "&P / &N"  # codes alone: the page, the number of pages
+    from openpyxl.worksheet.datavalidation import DataValidation
+    check = DataValidation(type="whole", prompt=PROMPT, showInputMessage=True)
+    check.add("A2")
+    sheet.add_data_validation(check)
     book.create_sheet("Other")["B2"] = SENTENCES[5]
     book.properties.language = "en-US"
     buffer = io.BytesIO()
@@ -1149,8 +1155,8 @@ def xlsx_workbook() -> bytes:
 
 def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_model, translator,
                                                                         tmp_path):
-    """A .xlsx: shared and inline strings, notes, threaded comments and a chart's title
-    translated; a run's
+    """A .xlsx: shared and inline strings, notes, threaded comments, a chart's title, a
+    header and a data validation's prompt translated; a run's
     bold carried onto its words, code kept, lines translated apart; numbers, text without
     letters and formulas left alone, formulas computed again on opening; every other member
     as it was; the workbook says it is in the target language. openpyxl reads it back."""
@@ -1181,6 +1187,10 @@ def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_mode
         [("x = 1", "Courier New")]
     assert " ".join(str(code).replace("x = 1", " ").split()) == t[4]
     assert sheet["B1"].value == t[6]
+    assert sheet.oddHeader.center.text == translator.translate([HEADER])[0]
+    assert sheet.oddFooter.right.text == "&P / &N"
+    assert [c.prompt for c in sheet.data_validations.dataValidation] == \
+        translator.translate([PROMPT])
     assert book["Other"]["B2"].value == t[5]
     assert book.properties.language == "es"
     with zipfile.ZipFile(io.BytesIO(data)) as package:

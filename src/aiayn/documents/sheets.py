@@ -25,8 +25,11 @@ differ between Excel and other writers.
   the translated workbook asks (``fullCalcOnLoad``), so a formula that joins translated
   cells shows their translation.
 
-Not translated: sheet names (formulas name them), defined names, headers and footers, and
-data validation messages.
+- A sheet's headers and footers are translated between their codes (``&P`` the page,
+  ``&"Arial,Bold"`` a font...), piece by piece, and the titles and messages of its data
+  validations whole.
+
+Not translated: sheet names (formulas name them) and defined names.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import copy
 import io
 import re
 import zipfile
+from typing import Any
 
 from ..errors import UserError, require
 from . import (
@@ -88,9 +92,10 @@ def translate_xlsx(data: bytes, job: Job) -> bytes:
                                        "it has no workbook part"))
     roots = {name: (_KINDS[ctype], _parse(archive, name, etree, what))
              for name, ctype in types.items() if ctype in _KINDS}
-    # 1) the cells' strings and the notes; 2) text boxes and charts; 3) threaded comments;
-    # 4) the language the properties name
+    # 1) the cells' strings and the notes; 2) what a sheet says besides its cells;
+    # 3) text boxes and charts; 4) threaded comments; 5) the language the properties name
     changed = _translate_strings(roots, job)
+    changed |= _translate_sheet_texts(roots, job)
     from . import slides
     drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
              and any(t.text and t.text.strip() for t in root.iter(f"{_A}t"))}
@@ -139,6 +144,44 @@ def _translate_strings(roots: dict, job: Job) -> set[str]:
     plans = [_markup(item, authors[id(item)]) for item in rich]
     for item, (_, spans), out in zip(rich, plans, job.markup([m for m, _ in plans])):
         _write(item, _runs(spans, out), authors[id(item)])
+    return changed
+
+
+# a header's or footer's codes: a literal "&", a font ("&\"Arial,Bold\""), a colour, a size,
+# a section (&L, &C, &R), a field (&P page, &D date, &A sheet...) or a style (&B, &I, &U...)
+_CODE = re.compile(r'&(?:&|"[^"]*"|K[0-9A-Fa-f]{6}|K\d\d[+-]\d{3}|\d+|[A-Za-z])')
+_HEADERS = ("oddHeader", "oddFooter", "evenHeader", "evenFooter", "firstHeader", "firstFooter")
+_VALIDATION = ("promptTitle", "prompt", "errorTitle", "error")
+
+
+def _translate_sheet_texts(roots: dict, job: Job) -> set[str]:
+    """Each sheet's headers and footers (their text between codes, piece by piece) and the
+    titles and messages its data validations show, translated in place; the names of the
+    parts changed."""
+    changed: set[str] = set()
+    # (part, element, its attribute or None for its text, that text split at its codes)
+    pieces: list[tuple[str, Any, str | None, list[str]]] = []
+    for name, (kind, root) in roots.items():
+        if kind != "sheet":
+            continue
+        for header in (e for tag in _HEADERS for e in root.iter(f"{_S}{tag}") if e.text):
+            pieces.append((name, header, None, re.split(f"({_CODE.pattern})", header.text)))
+        for check in root.iter(f"{_S}dataValidation"):
+            pieces += [(name, check, key, [check.get(key)]) for key in _VALIDATION
+                       if check.get(key)]
+    todo = [(k, i) for k, (_, _, _, parts) in enumerate(pieces) for i, text in enumerate(parts)
+            if i % 2 == 0 and _LETTER.search(text)]
+    done = job.by_line([pieces[k][3][i].strip() for k, i in todo])
+    for (k, i), translation in zip(todo, done):
+        text = pieces[k][3][i]
+        pieces[k][3][i] = text[:len(text) - len(text.lstrip())] + translation + \
+            text[len(text.rstrip()):]
+    for name, element, key, parts in (pieces[k] for k in sorted({k for k, _ in todo})):
+        if key is None:
+            element.text = "".join(parts)
+        else:
+            element.set(key, parts[0])
+        changed.add(name)
     return changed
 
 
