@@ -938,7 +938,8 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
 def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, translator,
                                                                   tmp_path):
     """An .ods: text cells and notes are translated as an .odt's paragraphs are; what a cell
-    shows of a number, a date or a formula stays as written, and so do the sheets' names."""
+    shows of a number, a date or a formula stays as written, and so do a cell of one
+    code-like token and the sheets' names."""
     from odf import teletype
     from odf.office import Annotation
     from odf.opendocument import OpenDocumentSpreadsheet, load
@@ -949,9 +950,9 @@ def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, tra
     cells = [TableCell(valuetype="string"), TableCell(valuetype="float", value="42"),
              TableCell(valuetype="date", datevalue="2026-11-29"),
              TableCell(valuetype="string", formula='of:=[.A1]&"!"'), TableCell(),
-             TableCell(valuetype="percentage", value="0.5")]
+             TableCell(valuetype="percentage", value="0.5"), TableCell(valuetype="string")]
     shown = [SENTENCES[0], "42", "29 November 2026", f"{SENTENCES[0]}!", SENTENCES[2],
-             "50 %"]
+             "50 %", "user_name"]
     row = TableRow()
     for cell, text in zip(cells, shown):
         cell.addElement(P(text=text))
@@ -970,7 +971,8 @@ def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, tra
     said = [teletype.extractText(c.getElementsByType(P)[0])
             for c in table.getElementsByType(TableCell)]
     t = translator.translate([SENTENCES[0], SENTENCES[2]])
-    assert said == [t[0], "42", "29 November 2026", f"{SENTENCES[0]}!", t[1], "50 %"]
+    assert said == [t[0], "42", "29 November 2026", f"{SENTENCES[0]}!", t[1], "50 %",
+                    "user_name"]
     notes = out.getElementsByType(Annotation)
     assert [teletype.extractText(n.getElementsByType(P)[0]) for n in notes] == \
         translator.translate([SENTENCES[1]])
@@ -1104,6 +1106,7 @@ def xlsx_workbook() -> bytes:
     sheet["A7"] = CellRichText([TextBlock(InlineFont(rFont="Courier New"), "x = 1"),
                                 f" {SENTENCES[4]}"])
     sheet["B1"] = "shared"
+    sheet["C1"], sheet["C2"] = "SKU-4471-B", "https://example.org/a"  # codes, as written
     from openpyxl.chart import BarChart, Reference
     chart = BarChart()
     chart.title = CHART_TITLE
@@ -1187,6 +1190,7 @@ def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_mode
         [("x = 1", "Courier New")]
     assert " ".join(str(code).replace("x = 1", " ").split()) == t[4]
     assert sheet["B1"].value == t[6]
+    assert (sheet["C1"].value, sheet["C2"].value) == ("SKU-4471-B", "https://example.org/a")
     assert sheet.oddHeader.center.text == translator.translate([HEADER])[0]
     assert sheet.oddFooter.right.text == "&P / &N"
     assert [c.prompt for c in sheet.data_validations.dataValidation] == \

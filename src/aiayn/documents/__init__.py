@@ -250,6 +250,20 @@ def monospaced(font: str | None) -> bool:
     return bool(font and _MONOSPACED.search(font))
 
 
+# a sign that words do not hold but identifiers, addresses, paths and numbers do
+_CODE_SIGN = re.compile(r"[\d@/\\_#=+<>{}\[\]|~$%^*]")
+
+
+def code_like(text: str) -> bool:
+    """Whether a table cell's text is one token with a digit or a sign words do not hold:
+    a part number, a URL or an address, a path, a key ("SKU-4471-B", "user_name",
+    "https://example.org", "N/A"). A model writes such a token wrong more often than right
+    ("SKU-471-B"), so a cell of one is written as it is; a cell of words is translated."""
+    token = text.strip()
+    return bool(token) and not any(c.isspace() for c in token) and \
+        _CODE_SIGN.search(token) is not None
+
+
 def stretches(translated: str) -> list[tuple[str, int | None]]:
     """A paragraph's translated markup (``spanned`` pieces, tags placed) as (text, number of
     its format, None for plain text), in order: a text's format is that of the innermost

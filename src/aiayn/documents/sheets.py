@@ -10,7 +10,9 @@ and charts when it saves). Parts are found by their content type, not their name
 differ between Excel and other writers.
 
 - A text cell's string (``si`` of the shared strings, a cell's inline ``is``) is translated
-  if it holds a letter: numbers, dates and codes kept as text stay as written. A plain
+  if it holds a letter and is not one token that reads as code (``documents.code_like``:
+  "SKU-4471-B", a URL, an address): numbers, dates and codes kept as text stay as written.
+  A plain
   string is translated line by line, its line breaks and edge spaces kept. A string of runs
   becomes one sentence of markup: a run formatted otherwise than most of the string is a
   ``<span data-r=K>``, a run in a monospaced font where most of the string is not is a
@@ -44,6 +46,7 @@ from ..errors import UserError, require
 from . import (
     OFFICE_KINDS,
     Job,
+    code_like,
     local_name,
     monospaced,
     package_problem,
@@ -133,7 +136,8 @@ def _translate_strings(roots: dict, job: Job) -> set[str]:
     for name, (kind, root) in roots.items():
         for item in _strings(root, kind) if kind in ("strings", "sheet", "notes") else []:
             author = _author_run(item, root) if kind == "notes" else None
-            if _LETTER.search(_text(item, author)):
+            said = _text(item, author)
+            if _LETTER.search(said) and (kind == "notes" or not code_like(said)):
                 strings.append(item)
                 authors[id(item)] = author
                 changed.add(name)

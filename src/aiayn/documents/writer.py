@@ -37,7 +37,7 @@ from typing import Any
 from xml.parsers import expat
 
 from ..errors import UserError, require
-from . import Job, code_style, monospaced, prevailing, repack, spanned, stretches
+from . import Job, code_like, code_style, monospaced, prevailing, repack, spanned, stretches
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
@@ -77,7 +77,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
     styles = _Styles(document)
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
                   if teletype.extractText(p).strip() and not styles.code_paragraph(p)
-                  and _within(p, document.topnode) and not _shows_a_value(p)]
+                  and _within(p, document.topnode) and not _a_cell_value(p)]
     whole = [p for p in paragraphs if _simple(p)]
     plans = [_markup(p, styles) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
@@ -275,15 +275,18 @@ _TABLE_NS = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
 _CELLS = {(_TABLE_NS, "table-cell"), (_TABLE_NS, "covered-table-cell")}
 
 
-def _shows_a_value(paragraph) -> bool:
-    """Whether a paragraph is what a table cell shows of a value that is not text (a number,
-    a date, a percentage, a truth value: "1,234.50", formatted from ``office:value``) or of a
-    formula (its last result, which the formula gives again). A note on such a cell is text."""
+def _a_cell_value(paragraph) -> bool:
+    """Whether a paragraph is what a table cell shows of a value that is not prose: a number,
+    a date, a percentage, a truth value ("1,234.50", formatted from ``office:value``), a
+    formula's last result (which the formula gives again), or one token that reads as code
+    (``documents.code_like``). A note on such a cell is text."""
+    from odf import teletype
     node = paragraph.parentNode
     while node is not None and getattr(node, "qname", None) != _ANNOTATION:
         if getattr(node, "qname", None) in _CELLS:
             kind = node.attributes.get((_OFFICE_NS, "value-type"))
-            return kind not in (None, "string") or (_TABLE_NS, "formula") in node.attributes
+            return kind not in (None, "string") or (_TABLE_NS, "formula") in node.attributes \
+                or code_like(teletype.extractText(paragraph))
         node = node.parentNode
     return False
 
