@@ -17,6 +17,9 @@ workbook:
   them changed (a translation may equal its source: names, codes);
 - the rest: numbers, dates, booleans, formulas and strings without a letter, and how many
   came back equal;
+- LibreOffice: where ``soffice`` is on the PATH, LibreOffice Calc opens the source and the
+  translation and writes each sheet as CSV: the same sheets, each with as many rows and as
+  many fields in each row, and the fields that hold no letter equal;
 - members: package members other than the parts that hold text (an Excel workbook's shared
   strings, sheets, notes, threaded comments, drawings, charts and document properties, and
   its workbook part, whose calculation settings change; an OpenDocument file's content.xml
@@ -28,7 +31,10 @@ from __future__ import annotations
 import argparse
 import io
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -57,6 +63,40 @@ def cells(data: bytes, suffix: str) -> tuple[list[str], dict[tuple[str, str], ob
                              for cell in row if cell.value is not None}
 
 
+def libreoffice(data: bytes, suffix: str) -> list[list[list[str]]] | None:
+    """Each sheet as LibreOffice Calc writes it in CSV (rows of fields), in the order of the
+    sheets' names; None where LibreOffice did not write them."""
+    import csv
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"book{suffix}"
+        path.write_bytes(data)
+        subprocess.run(["soffice", "--headless", f"-env:UserInstallation=file://{folder}/lo",
+                        "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,"
+                        "true,false,false,false,-1", "--outdir", folder, str(path)],
+                       capture_output=True, timeout=300, check=False)
+        sheets = sorted(Path(folder).glob("book*.csv"))
+        if not sheets:
+            return None
+        return [list(csv.reader(sheet.read_text(encoding="utf-8").splitlines()))
+                for sheet in sheets]
+
+
+def same_shape(before: list[list[list[str]]] | None, after: list[list[list[str]]] | None
+               ) -> str:
+    """Whether LibreOffice's sheets of the translation have the source's shape, and its
+    fields without a letter the source's values."""
+    if before is None:
+        return "cannot read the source"
+    if after is None:
+        return "NO"
+    alike = len(before) == len(after) and all(
+        len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b))
+        for a, b in zip(before, after))
+    kept = all(x == y for a, b in zip(before, after) for r, q in zip(a, b)
+               for x, y in zip(r, q) if not _LETTER.search(x))
+    return "yes" if alike and kept else "NO: shape" if not alike else "NO: values"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -68,9 +108,10 @@ def main() -> None:
     from aiayn.errors import UserError
     print(header(), flush=True)
     translator = aiayn.load(args.checkpoint)
+    office = shutil.which("soffice") is not None
     print("| workbook | reads | sheets alike | text cells changed | the rest equal | "
-          "members byte for byte | seconds |")
-    print("|---|---|---|---:|---:|---:|---:|")
+          "members byte for byte | seconds |" + (" LibreOffice reads it alike |" if office else ""))
+    print("|---|---|---|---:|---:|---:|---:|" + ("---|" if office else ""))
     totals = [0, 0, 0, 0]
     for path in args.books:
         data = path.read_bytes()
@@ -81,10 +122,12 @@ def main() -> None:
             print(f"| {path.name} | refused: {err} | | | | | |")
             continue
         seconds = time.perf_counter() - t0
+        calc = f" {same_shape(libreoffice(data, path.suffix), libreoffice(out, path.suffix))} |" \
+            if office else ""
         try:
             names_before, before = cells(data, path.suffix.lower())
         except Exception as err:  # noqa: BLE001 (the reader cannot read the source either)
-            print(f"| {path.name} | the source neither: {err} | | | | | {seconds:.1f} |")
+            print(f"| {path.name} | the source neither: {err} | | | | | {seconds:.1f} |{calc}")
             continue
         try:
             names_after, after = cells(out, path.suffix.lower())
@@ -104,7 +147,7 @@ def main() -> None:
         totals = [totals[0] + changed, totals[1] + len(text), totals[2] + equal,
                   totals[3] + len(rest)]
         print(f"| {path.name} | {reads} | {'yes' if alike else 'NO'} | {changed}/{len(text)} | "
-              f"{equal}/{len(rest)} | {same}/{len(kept)} | {seconds:.1f} |", flush=True)
+              f"{equal}/{len(rest)} | {same}/{len(kept)} | {seconds:.1f} |{calc}", flush=True)
     print(f"\ntext cells changed {totals[0]}/{totals[1]}, the rest equal {totals[2]}/{totals[3]}")
     sys.stdout.flush()
 
