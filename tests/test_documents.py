@@ -142,7 +142,9 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     paragraph.add_run(words[1]).bold = True
     paragraph.add_run(" " + " ".join(words[2:-1]) + " ")
     paragraph.add_run(words[-1]).italic = True
-    document.add_table(rows=1, cols=1).cell(0, 0).text = SENTENCES[7]
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = SENTENCES[7]
+    table.cell(0, 1).text = "SKU-4471-B"  # a cell's one code-like token: as written
     path = tmp_path / "in.docx"
     document.save(str(path))
     out = docx.Document(io.BytesIO(run(toy_model, path, tmp_path / "out.docx")))
@@ -153,6 +155,7 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     italic = [r.text for r in runs if r.italic]
     assert len(bold) == 1 and len(italic) == 1  # each formatting carried onto one stretch
     assert out.tables[0].cell(0, 0).text == translator.translate([SENTENCES[7]])[0]
+    assert out.tables[0].cell(0, 1).text == "SKU-4471-B"
     # the document says it is in the target language now (python-docx's template: en-US,
     # with ar-SA for complex scripts, which stays)
     from docx.oxml.ns import qn
@@ -1021,6 +1024,7 @@ def pptx_deck() -> bytes:
     second.text = f"{' '.join(half[:2])}\v{' '.join(half[2:])}"  # (\v: python-pptx's a:br)
     table = slide.shapes.add_table(1, 2, 0, Inches(2), Inches(4), Inches(1)).table
     table.cell(0, 0).text = SENTENCES[4]
+    table.cell(0, 1).text = "user_name"  # a cell's one code-like token: as written
     group = slide.shapes.add_group_shape()
     group.shapes.add_textbox(0, Inches(3), Inches(4), Inches(1)).text_frame.text = SENTENCES[5]
     data = CategoryChartData()
@@ -1065,6 +1069,7 @@ def test_powerpoint_presentations_keep_formatting_links_and_every_frame(toy_mode
     assert lines.text.split("\v") == translator.translate([" ".join(half[:2]),
                                                             " ".join(half[2:])])
     assert table.table.cell(0, 0).text == t[4]
+    assert table.table.cell(0, 1).text == "user_name"
     assert group.shapes[0].text_frame.text == t[5]
     assert chart.chart.chart_title.text_frame.text == t[6]
     assert list(chart.chart.plots[0].categories) == ["alpha", "beta"]  # data, as the workbook

@@ -29,7 +29,16 @@ import re
 from typing import Any
 
 from ..errors import UserError, require
-from . import Job, local_name, monospaced, package_problem, prevailing, spanned, stretches
+from . import (
+    Job,
+    code_like,
+    local_name,
+    monospaced,
+    package_problem,
+    prevailing,
+    spanned,
+    stretches,
+)
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
@@ -79,8 +88,11 @@ def translate_paragraphs(paragraphs: list[tuple[Any, Any]], font: str | None, jo
     """DrawingML paragraphs (``a:p``, each with its part's relationships, which name its
     links' targets) translated in place: each whole through the markup path, its runs
     written again; one holding anything else run by run. Listings (all code, where the
-    body's ``font`` is not monospaced) and paragraphs without text stay."""
-    owned = [(p, rels) for p, rels in paragraphs if _text(p).strip() and not _listing(p, font)]
+    body's ``font`` is not monospaced), a table cell's one code-like token
+    (``documents.code_like``) and paragraphs without text stay."""
+    owned = [(p, rels) for p, rels in paragraphs if _text(p).strip() and not _listing(p, font)
+             and not (code_like(_text(p)) and any(local_name(a.tag) == "tc"
+                                                   for a in p.iterancestors()))]
     simple = [_simple(p) for p, _ in owned]
     whole = [p for (p, _), one in zip(owned, simple) if one]
     plans = [_markup(p, font, rels) for (p, rels), one in zip(owned, simple) if one]

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import UserError, require
 from . import (
     Job,
+    code_like,
     code_style,
     local_name,
     monospaced,
@@ -68,7 +69,7 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     listed = list(_paragraphs(document))
     paragraphs = [p for p in [*listed, *_others(document, listed),
                               *(p for _, root in notes for p in _noted(document, root))]
-                  if p.text.strip() and not _code_paragraph(p)]
+                  if p.text.strip() and not _code_paragraph(p) and not _code_cell(p)]
     simple = [_simple(p) for p in paragraphs]
     whole = [p for p, one in zip(paragraphs, simple) if one]
     in_place = [p for p, one in zip(paragraphs, simple) if not one]
@@ -88,6 +89,13 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def _code_cell(paragraph) -> bool:
+    """Whether a paragraph is a table cell's one code-like token (``documents.code_like``)."""
+    from docx.oxml.ns import qn
+    return code_like(paragraph.text) and any(
+        a.tag == qn("w:tc") for a in paragraph._p.iterancestors())
 
 
 def _roots(document) -> list:
