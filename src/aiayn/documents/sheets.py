@@ -1,7 +1,7 @@
 """Excel workbooks (.xlsx, and .xlsm with macros): the text of every text cell, shared or the
-cell's own, and of the cells' notes and threaded comments translated; a string's runs (bold,
-italic, fonts, colours) carried by the markup path, as Word documents' runs are
-(``aiayn.documents.word``).
+cell's own, of the cells' notes and threaded comments, of text boxes and charts, of headers
+and footers translated; a string's runs (bold, italic, fonts, colours) carried by the markup
+path, as Word documents' runs are (``aiayn.documents.word``).
 
 The package is read and written at the XML level (lxml), member for member: charts,
 pictures, pivot tables, macros and styles come back as they were, where a library that reads
@@ -12,10 +12,9 @@ differ between Excel and other writers.
 - A text cell's string (``si`` of the shared strings, a cell's inline ``is``) is translated
   if it holds a letter and is not one token that reads as code (``documents.code_like``:
   "SKU-4471-B", a URL, an address): numbers, dates and codes kept as text stay as written.
-  A plain
-  string is translated line by line, its line breaks and edge spaces kept. A string of runs
-  becomes one sentence of markup: a run formatted otherwise than most of the string is a
-  ``<span data-r=K>``, a run in a monospaced font where most of the string is not is a
+  A plain string is translated line by line, its line breaks and edge spaces kept. A string
+  of runs becomes one sentence of markup: a run formatted otherwise than most of the string
+  is a ``<span data-r=K>``, a run in a monospaced font where most of the string is not is a
   ``<code>`` kept as written, and a line break ends a line, the words on either side
   translated apart. Phonetic guides (``rPh``), which spell the source's words, are dropped.
 - A note's text is translated the same way; the author's name that Excel writes first, in
@@ -26,7 +25,6 @@ differ between Excel and other writers.
 - What formulas compute is not text of the workbook: Excel computes it again on opening, as
   the translated workbook asks (``fullCalcOnLoad``), so a formula that joins translated
   cells shows their translation.
-
 - A sheet's headers and footers are translated between their codes (``&P`` the page,
   ``&"Arial,Bold"`` a font...), piece by piece, and the titles and messages of its data
   validations whole.
