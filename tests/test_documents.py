@@ -1547,6 +1547,7 @@ def test_a_file_of_another_language_pair_is_one_line(toy_model, tmp_path, capsys
 @pytest.mark.parametrize("name,content,message", [
     ("in.xls", b"\xd0\xcf\x11\xe0", "files of type .xls are not translated"),
     ("in.xlsx", b"PK\x03\x04 no", "not an Excel workbook (.xlsx)"),
+    ("in.xlsm", b"PK\x03\x04 no", "not an Excel workbook (.xlsm)"),
     ("in.xlsx", _zip({"mimetype": b"application/zip"}),
      "not an Excel workbook (.xlsx): it has no [Content_Types].xml"),
     ("in.xlsx", _zip({"[Content_Types].xml": b"<Types/>"}),

@@ -112,7 +112,8 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
             ".ods": lambda data, job: writer.translate_odt(data, job, "spreadsheet (.ods)"),
             ".pptx": slides.translate_pptx, ".pdf": pdf.translate_pdf,
-            ".xlsx": sheets.translate_xlsx, ".xlsm": sheets.translate_xlsx,
+            ".xlsx": sheets.translate_xlsx,
+            ".xlsm": lambda data, job: sheets.translate_xlsx(data, job, ".xlsm"),
             ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff}
 
 

@@ -75,9 +75,10 @@ _LINE = "a line break"  # what a span number stands for where it ends a line
 _LETTER = re.compile(r"[^\W\d_]")
 
 
-def translate_xlsx(data: bytes, job: Job) -> bytes:
+def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
+    """An Excel workbook translated; ``suffix``: its extension, as the errors name it."""
     etree = require("lxml.etree", "Excel workbooks", "documents")
-    what = "not an Excel workbook (.xlsx)"
+    what = f"not an Excel workbook ({suffix})"
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         types = _content_types(archive, etree)
