@@ -1146,6 +1146,10 @@ def xlsx_workbook() -> bytes:
         f'<ThreadedComments xmlns="{threads}"><threadedComment ref="A2" id="{{1}}">'
         f"<text>{SENTENCES[7]}</text></threadedComment></ThreadedComments>").encode()
     members["xl/media/image1.png"] = png()
+    chart_xml = members["xl/charts/chart1.xml"].decode()  # the cached text Excel writes
+    members["xl/charts/chart1.xml"] = chart_xml.replace("<val>", (
+        "<cat><strRef><f>'Data'!$A$1</f><strCache><ptCount val=\"1\"/><pt idx=\"0\">"
+        f"<v>{SENTENCES[0]}</v></pt></strCache></strRef></cat><val>"), 1).encode()
     types = members["[Content_Types].xml"].decode()
     members["[Content_Types].xml"] = types.replace("</Types>", (
         '<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
@@ -1210,6 +1214,7 @@ def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_mode
         assert package.read("xl/media/image1.png") == png()
         chart = package.read("xl/charts/chart1.xml").decode()
         assert re.findall(r"<a:t>([^<]*)</a:t>", chart) == translator.translate([CHART_TITLE])
+        assert re.findall(r"<v>([^<]*)</v>", chart) == [t[0]]  # its copy of A1, as A1
         assert 'fullCalcOnLoad="1"' in package.read("xl/workbook.xml").decode()
 
 

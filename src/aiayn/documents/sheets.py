@@ -21,7 +21,8 @@ differ between Excel and other writers.
   bold, is kept. A threaded comment's plain text is translated line by line.
 - Text boxes and shapes drawn on a sheet, and charts' titles, axis titles and labels, are
   DrawingML paragraphs, translated as a PowerPoint slide's (``aiayn.documents.slides``). A
-  chart's categories and series are a cache of the cells it plots, which Excel reads again.
+  chart keeps a copy of the text of the cells it plots (categories, series' names): each
+  takes its cell's translation. Its numbers are the cells' and stay.
 - What formulas compute is not text of the workbook: Excel computes it again on opening, as
   the translated workbook asks (``fullCalcOnLoad``), so a formula that joins translated
   cells shows their translation.
@@ -56,6 +57,7 @@ from . import (
 
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 _THREADED = "{http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments}"
 _TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _DC_LANGUAGE = "{http://purl.org/dc/elements/1.1/}language"
@@ -96,7 +98,7 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
              for name, ctype in types.items() if ctype in _KINDS}
     # 1) the cells' strings and the notes; 2) what a sheet says besides its cells;
     # 3) text boxes and charts; 4) threaded comments; 5) the language the properties name
-    changed = _translate_strings(roots, job)
+    changed, cells = _translate_strings(roots, job)
     changed |= _translate_sheet_texts(roots, job)
     from . import slides
     drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
@@ -105,6 +107,13 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
                                 _body_font(roots), job)
     slides.relabel(list(drawn.values()), job)
     changed.update(drawn)
+    # a chart keeps a copy of the text of the cells it plots (its categories, its series'
+    # names): each takes its cell's translation, for readers that show the copy
+    for name, (kind, root) in roots.items():
+        for value in (v for cache in root.iter(f"{_C}strCache") if kind == "drawing"
+                      for v in cache.iter(f"{_C}v") if v.text in cells):
+            value.text = cells[value.text]
+            changed.add(name)
     threads = [(name, t) for name, (kind, root) in roots.items() if kind == "threads"
                for t in root.iter(f"{_THREADED}text") if t.text and _LETTER.search(t.text)]
     for (name, t), translation in zip(threads, job.by_line([t.text for _, t in threads])):
@@ -126,10 +135,10 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
         raise UserError(f"{what}: {err}") from None
 
 
-def _translate_strings(roots: dict, job: Job) -> set[str]:
+def _translate_strings(roots: dict, job: Job) -> tuple[set[str], dict[str, str]]:
     """The text cells' strings (those with a letter) and the notes translated in place, plain
     ones line by line and those of runs through the markup path; the names of the parts
-    changed."""
+    changed, and each cell's text with its translation."""
     changed: set[str] = set()
     strings, authors = [], {}
     for name, (kind, root) in roots.items():
@@ -140,6 +149,7 @@ def _translate_strings(roots: dict, job: Job) -> set[str]:
                 strings.append(item)
                 authors[id(item)] = author
                 changed.add(name)
+    sources = [_text(item) for item in strings]
     plain = [item for item in strings if item.find(f"{_S}r") is None]
     for item, translation in zip(plain, job.by_line([_text(item) for item in plain])):
         _write(item, [(None, translation)])
@@ -147,7 +157,9 @@ def _translate_strings(roots: dict, job: Job) -> set[str]:
     plans = [_markup(item, authors[id(item)]) for item in rich]
     for item, (_, spans), out in zip(rich, plans, job.markup([m for m, _ in plans])):
         _write(item, _runs(spans, out), authors[id(item)])
-    return changed
+    cells = {source: _text(item) for source, item in zip(sources, strings)
+             if authors[id(item)] is None and local_name(item.tag) in ("si", "is")}
+    return changed, cells
 
 
 # a header's or footer's codes: a literal "&", a font ("&\"Arial,Bold\""), a colour, a size,
