@@ -141,9 +141,17 @@ def translate_document(translator: "Translator", data: bytes, suffix: str,
 
 
 # an Office Open XML package's kind, by its main part's content type
-OFFICE_KINDS = {"wordprocessingml": "a Word document (.docx)",
+_OFFICE_KINDS = {"wordprocessingml": "a Word document (.docx)",
                  "presentationml": "a PowerPoint presentation (.pptx)",
                  "spreadsheetml": "an Excel workbook (.xlsx)"}
+
+
+def another_kind(content_type: str) -> str:
+    """What a package whose main part has ``content_type`` is, where a format expected
+    another: "it is a Word document (.docx); give it that extension"."""
+    kind = next((name for key, name in _OFFICE_KINDS.items() if key in content_type), None)
+    return f"it is {kind}; give it that extension" if kind else \
+        f"its main part is of type {content_type}"
 
 
 _COMPOUND = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an OLE compound file's first bytes
@@ -160,9 +168,7 @@ def package_problem(err: Exception, data: bytes = b"") -> str:
     match = re.search(r"content type is '([^']*)'", str(err))
     if not match:
         return str(err)
-    kind = next((name for key, name in OFFICE_KINDS.items() if key in match.group(1)), None)
-    return f"it is {kind}; give it that extension" if kind else \
-        f"its main part is of type {match.group(1)}"
+    return another_kind(match.group(1))
 
 
 def repack(archive: "zipfile.ZipFile", written: dict[str, bytes]) -> bytes:

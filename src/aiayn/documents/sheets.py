@@ -43,14 +43,15 @@ from typing import Any
 
 from ..errors import UserError, require
 from . import (
-    OFFICE_KINDS,
     Job,
+    another_kind,
     code_like,
     local_name,
     monospaced,
     package_problem,
     prevailing,
     repack,
+    slides,
     spanned,
     stretches,
 )
@@ -90,17 +91,14 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
         raise UserError(f"{what}: {err}") from None
     workbook = next((name for name, ctype in types.items() if _MAIN.fullmatch(ctype)), None)
     if workbook is None:
-        kind = next((name for key, name in OFFICE_KINDS.items()
-                     if any(key in t and t.endswith(".main+xml") for t in types.values())), None)
-        raise UserError(f"{what}: " + (f"it is {kind}; give it that extension" if kind else
-                                       "it has no workbook part"))
+        main = next((t for t in types.values() if t.endswith(".main+xml")), None)
+        raise UserError(f"{what}: " + (another_kind(main) if main else "it has no workbook part"))
     roots = {name: (_KINDS[ctype], _parse(archive, name, etree, what))
              for name, ctype in types.items() if ctype in _KINDS}
     # 1) the cells' strings and the notes; 2) what a sheet says besides its cells;
     # 3) text boxes and charts; 4) threaded comments; 5) the language the properties name
     changed, cells = _translate_strings(roots, job)
     changed |= _translate_sheet_texts(roots, job)
-    from . import slides
     drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
              and any(t.text and t.text.strip() for t in root.iter(f"{_A}t"))}
     slides.translate_paragraphs([(p, {}) for root in drawn.values() for p in root.iter(f"{_A}p")],
@@ -140,18 +138,18 @@ def _translate_strings(roots: dict, job: Job) -> tuple[set[str], dict[str, str]]
     ones line by line and those of runs through the markup path; the names of the parts
     changed, and each cell's text with its translation."""
     changed: set[str] = set()
-    strings, authors = [], {}
+    strings, sources, authors = [], [], {}
     for name, (kind, root) in roots.items():
         for item in _strings(root, kind) if kind in ("strings", "sheet", "notes") else []:
             author = _author_run(item, root) if kind == "notes" else None
             said = _text(item, author)
             if _LETTER.search(said) and (kind == "notes" or not code_like(said)):
                 strings.append(item)
+                sources.append(said)
                 authors[id(item)] = author
                 changed.add(name)
-    sources = [_text(item) for item in strings]
-    plain = [item for item in strings if item.find(f"{_S}r") is None]
-    for item, translation in zip(plain, job.by_line([_text(item) for item in plain])):
+    plain = [(item, said) for item, said in zip(strings, sources) if item.find(f"{_S}r") is None]
+    for (item, _), translation in zip(plain, job.by_line([said for _, said in plain])):
         _write(item, [(None, translation)])
     rich = [item for item in strings if item.find(f"{_S}r") is not None]
     plans = [_markup(item, authors[id(item)]) for item in rich]
@@ -164,7 +162,7 @@ def _translate_strings(roots: dict, job: Job) -> tuple[set[str], dict[str, str]]
 
 # a header's or footer's codes: a literal "&", a font ("&\"Arial,Bold\""), a colour, a size,
 # a section (&L, &C, &R), a field (&P page, &D date, &A sheet...) or a style (&B, &I, &U...)
-_CODE = re.compile(r'&(?:&|"[^"]*"|K[0-9A-Fa-f]{6}|K\d\d[+-]\d{3}|\d+|[A-Za-z])')
+_CODE = re.compile(r'(&(?:&|"[^"]*"|K[0-9A-Fa-f]{6}|K\d\d[+-]\d{3}|\d+|[A-Za-z]))')
 _HEADERS = ("oddHeader", "oddFooter", "evenHeader", "evenFooter", "firstHeader", "firstFooter")
 _VALIDATION = ("promptTitle", "prompt", "errorTitle", "error")
 
@@ -180,7 +178,7 @@ def _translate_sheet_texts(roots: dict, job: Job) -> set[str]:
         if kind != "sheet":
             continue
         for header in (e for tag in _HEADERS for e in root.iter(f"{_S}{tag}") if e.text):
-            pieces.append((name, header, None, re.split(f"({_CODE.pattern})", header.text)))
+            pieces.append((name, header, None, _CODE.split(header.text)))
         for check in root.iter(f"{_S}dataValidation"):
             pieces += [(name, check, key, [check.get(key)]) for key in _VALIDATION
                        if check.get(key)]
