@@ -1723,7 +1723,8 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
                 from odf.opendocument import load
                 said = [teletype.extractText(load(io.BytesIO(d)).getElementsByType(text.P)[0])
                         for d in (got, expected[name])]
-                assert said[0] == said[1]
+                source = SENTENCES[6] if name.endswith(".odt") else SENTENCES[1]
+                assert said[0] == said[1] != source
             else:
                 assert got == expected[name], name
         big = tmp_path / "big.txt"
