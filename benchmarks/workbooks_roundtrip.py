@@ -43,8 +43,9 @@ from machine import header
 
 _LETTER = re.compile(r"[^\W\d_]")
 _REWRITTEN = re.compile(r"xl/(sharedStrings|workbook|worksheets/.*|comments.*|threadedComments/.*|"
-                        r"drawings/drawing\d+|charts/chart\d+)\.xml|docProps/core\.xml|"
-                        r"content\.xml|styles\.xml")
+                        r"drawings/drawing\d+|charts/chart\d+|tables/table\d+|"
+                        r"pivotTables/pivotTable\d+|pivotCache/pivotCache\w+\d+)\.xml|"
+                        r"docProps/core\.xml|content\.xml|styles\.xml")
 
 
 def cells(data: bytes, suffix: str) -> tuple[list[str], dict[tuple[str, str], object]]:
@@ -61,6 +62,26 @@ def cells(data: bytes, suffix: str) -> tuple[list[str], dict[tuple[str, str], ob
     return book.sheetnames, {(sheet.title, cell.coordinate): cell.value
                              for sheet in book.worksheets for row in sheet.iter_rows()
                              for cell in row if cell.value is not None}
+
+
+def tables_named(data: bytes, suffix: str) -> str:
+    """For an Excel workbook with tables: how many name each column as its header cell reads,
+    each name unique letter case aside (Excel repairs a table that does not); "-" for none."""
+    if suffix == ".ods":
+        return "-"
+    import openpyxl
+    from openpyxl.utils import range_boundaries
+    book = openpyxl.load_workbook(io.BytesIO(data))
+    good = total = 0
+    for sheet in book.worksheets:
+        for table in sheet.tables.values():
+            left, top, _, _ = range_boundaries(table.ref)
+            names = [c.name for c in table.tableColumns]
+            headers = [sheet.cell(top, left + k).value for k in range(len(names))]
+            total += 1
+            good += [str(h) for h in headers] == names and \
+                len({n.casefold() for n in names}) == len(names)
+    return f"{good}/{total}" if total else "-"
 
 
 def libreoffice(data: bytes, suffix: str) -> list[list[list[str]]] | None:
@@ -110,8 +131,9 @@ def main() -> None:
     translator = aiayn.load(args.checkpoint)
     office = shutil.which("soffice") is not None
     print("| workbook | reads | sheets alike | text cells changed | the rest equal | "
-          "members byte for byte | seconds |" + (" LibreOffice reads it alike |" if office else ""))
-    print("|---|---|---|---:|---:|---:|---:|" + ("---|" if office else ""))
+          "members byte for byte | tables named as their header cells | seconds |" +
+          (" LibreOffice reads it alike |" if office else ""))
+    print("|---|---|---|---:|---:|---:|---|---:|" + ("---|" if office else ""))
     totals = [0, 0, 0, 0]
     for path in args.books:
         data = path.read_bytes()
@@ -119,7 +141,7 @@ def main() -> None:
         try:
             out = translate_document(translator, data, path.suffix.lower())
         except UserError as err:
-            print(f"| {path.name} | refused: {err} | | | | | |")
+            print(f"| {path.name} | refused: {err} | | | | | | |")
             continue
         seconds = time.perf_counter() - t0
         calc = f" {same_shape(libreoffice(data, path.suffix), libreoffice(out, path.suffix))} |" \
@@ -127,13 +149,13 @@ def main() -> None:
         try:
             names_before, before = cells(data, path.suffix.lower())
         except Exception as err:  # noqa: BLE001 (the reader cannot read the source either)
-            print(f"| {path.name} | the source neither: {err} | | | | | {seconds:.1f} |{calc}")
+            print(f"| {path.name} | the source neither: {err} | | | | | | {seconds:.1f} |{calc}")
             continue
         try:
             names_after, after = cells(out, path.suffix.lower())
             reads = "yes"
         except Exception as err:  # noqa: BLE001 (what the reader says of it is the result)
-            print(f"| {path.name} | NO: {err} | | | | | {seconds:.1f} |")
+            print(f"| {path.name} | NO: {err} | | | | | | {seconds:.1f} |")
             continue
         alike = names_before == names_after and before.keys() == after.keys()
         text = [k for k, v in before.items() if isinstance(v, str) and _LETTER.search(v)
@@ -147,7 +169,8 @@ def main() -> None:
         totals = [totals[0] + changed, totals[1] + len(text), totals[2] + equal,
                   totals[3] + len(rest)]
         print(f"| {path.name} | {reads} | {'yes' if alike else 'NO'} | {changed}/{len(text)} | "
-              f"{equal}/{len(rest)} | {same}/{len(kept)} | {seconds:.1f} |{calc}", flush=True)
+              f"{equal}/{len(rest)} | {same}/{len(kept)} | {tables_named(out, path.suffix)} | "
+              f"{seconds:.1f} |{calc}", flush=True)
     print(f"\ntext cells changed {totals[0]}/{totals[1]}, the rest equal {totals[2]}/{totals[3]}")
     sys.stdout.flush()
 

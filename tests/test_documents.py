@@ -981,6 +981,59 @@ def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, tra
         translator.translate([SENTENCES[1]])
 
 
+def test_opendocument_pivot_tables_name_their_fields_and_members_as_translated(
+        toy_model, translator, tmp_path):
+    """A pivot table over the cells names its field by the header cell and a member by its
+    cell: both take the cells' translation, or LibreOffice, refreshing it, finds no field
+    and empties it. One over a database keeps its names."""
+    from odf.opendocument import OpenDocumentSpreadsheet, load
+    from odf.table import (
+        DatabaseSourceTable,
+        DataPilotField,
+        DataPilotLevel,
+        DataPilotMember,
+        DataPilotMembers,
+        DataPilotTable,
+        DataPilotTables,
+        SourceCellRange,
+        Table,
+        TableCell,
+        TableRow,
+    )
+    from odf.text import P
+    document = OpenDocumentSpreadsheet()
+    sheet = Table(name="Sheet1")
+    for text in SENTENCES[:2]:
+        row, cell = TableRow(), TableCell(valuetype="string")
+        cell.addElement(P(text=text))
+        row.addElement(cell)
+        sheet.addElement(row)
+    document.spreadsheet.addElement(sheet)
+    pilots = DataPilotTables()
+    for name, source in (("Cells", SourceCellRange(cellrangeaddress="Sheet1.A1:Sheet1.A2")),
+                         ("Database", DatabaseSourceTable(databasename="db",
+                                                          databasetablename="t"))):
+        pilot = DataPilotTable(name=name, targetrangeaddress="Sheet1.C1:Sheet1.D3")
+        pilot.addElement(source)
+        field, level, members = (DataPilotField(sourcefieldname=SENTENCES[0], orientation="row"),
+                                 DataPilotLevel(), DataPilotMembers())
+        members.addElement(DataPilotMember(name=SENTENCES[1], display="true"))
+        level.addElement(members)
+        field.addElement(level)
+        pilot.addElement(field)
+        pilots.addElement(pilot)
+    document.spreadsheet.addElement(pilots)
+    path = tmp_path / "in.ods"
+    saved(document, path)
+    out = load(io.BytesIO(run(toy_model, path, tmp_path / "out.ods")))
+    named = {p.getAttribute("name"): (p.getElementsByType(DataPilotField)[0]
+                                      .getAttribute("sourcefieldname"),
+                                      p.getElementsByType(DataPilotMember)[0].getAttribute("name"))
+             for p in out.getElementsByType(DataPilotTable)}
+    assert named == {"Cells": tuple(translator.translate(SENTENCES[:2])),
+                     "Database": tuple(SENTENCES[:2])}
+
+
 def word_document() -> bytes:
     import docx
     document = docx.Document()
@@ -1216,6 +1269,166 @@ def test_excel_workbooks_keep_rich_text_notes_formulas_and_every_member(toy_mode
         assert re.findall(r"<a:t>([^<]*)</a:t>", chart) == translator.translate([CHART_TITLE])
         assert re.findall(r"<v>([^<]*)</v>", chart) == [t[0]]  # its copy of A1, as A1
         assert 'fullCalcOnLoad="1"' in package.read("xl/workbook.xml").decode()
+
+
+def table_workbook(headers: list[str], item: str, caption: str) -> bytes:
+    """A workbook written by openpyxl with an Excel table "Orders" (``headers``, then a row
+    of ``item`` and 2, a row of "SKU-1" and 3), formulas that name its columns, a filter on
+    ``item``, and a pivot table over it by hand (openpyxl keeps pivot tables but cannot make
+    one): its cache holds the headers and ``item``, its data field is named ``caption``, as
+    the cell it writes that name in."""
+    import zipfile
+
+    import openpyxl
+    from openpyxl.worksheet.filters import FilterColumn, Filters
+    from openpyxl.worksheet.table import Table
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Orders"
+    for row in (headers, [item, 2], ["SKU-1", 3]):
+        sheet.append(row)
+    sheet["D1"] = f"=SUM(Orders[{headers[1]}])"
+    sheet["D2"] = f'=Orders[[#This Row],[{headers[0]}]]&"[{headers[1]}]"'
+    sheet["F1"] = caption
+    table = Table(displayName="Orders", ref="A1:B3")
+    table._initialise_columns()
+    for column, name in zip(table.tableColumns, headers):
+        column.name = name
+    table.autoFilter.filterColumn.append(FilterColumn(colId=0, filters=Filters(filter=[item])))
+    sheet.add_table(table)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as package:
+        members = {name: package.read(name) for name in package.namelist()}
+    relations = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    package_relations = "http://schemas.openxmlformats.org/package/2006/relationships"
+    members["xl/pivotCache/pivotCacheDefinition1.xml"] = (
+        f'<pivotCacheDefinition xmlns="{_SPREADSHEET}" xmlns:r="{relations}" r:id="rId1" '
+        f'recordCount="2"><cacheSource type="worksheet"><worksheetSource ref="A1:B3" '
+        f'sheet="Orders"/></cacheSource><cacheFields count="2"><cacheField name="{headers[0]}" '
+        f'numFmtId="0"><sharedItems count="2"><s v="{item}"/><s v="SKU-1"/></sharedItems>'
+        f'</cacheField><cacheField name="{headers[1]}" numFmtId="0"><sharedItems '
+        f'containsSemiMixedTypes="0" containsString="0" containsNumber="1" '
+        f'containsInteger="1" minValue="2" maxValue="3"/></cacheField></cacheFields>'
+        f"</pivotCacheDefinition>").encode()
+    members["xl/pivotCache/pivotCacheRecords1.xml"] = (
+        f'<pivotCacheRecords xmlns="{_SPREADSHEET}" count="2"><r><s v="{item}"/><n v="2"/>'
+        f'</r><r><x v="1"/><n v="3"/></r></pivotCacheRecords>').encode()
+    members["xl/pivotTables/pivotTable1.xml"] = (
+        f'<pivotTableDefinition xmlns="{_SPREADSHEET}" name="Pivot" cacheId="1" '
+        f'dataCaption="Values"><location ref="F1:G4" firstHeaderRow="1" firstDataRow="1" '
+        f'firstDataCol="1"/><pivotFields count="2"><pivotField axis="axisRow" showAll="0">'
+        f'<items count="2"><item x="0"/><item x="1"/></items></pivotField>'
+        f'<pivotField dataField="1" showAll="0"/></pivotFields><rowFields count="1">'
+        f'<field x="0"/></rowFields><dataFields count="1"><dataField name="{caption}" '
+        f'fld="1"/></dataFields></pivotTableDefinition>').encode()
+    for part, target, kind in (
+            ("xl/pivotCache/_rels/pivotCacheDefinition1.xml.rels",
+             "pivotCacheRecords1.xml", "pivotCacheRecords"),
+            ("xl/pivotTables/_rels/pivotTable1.xml.rels",
+             "../pivotCache/pivotCacheDefinition1.xml", "pivotCacheDefinition")):
+        members[part] = (f'<Relationships xmlns="{package_relations}"><Relationship Id="rId1" '
+                         f'Type="{relations}/{kind}" Target="{target}"/></Relationships>'
+                         ).encode()
+    for part, line in (
+            ("xl/worksheets/_rels/sheet1.xml.rels",
+             f'<Relationship Id="rId9" Type="{relations}/pivotTable" '
+             f'Target="../pivotTables/pivotTable1.xml"/>'),
+            ("xl/_rels/workbook.xml.rels",
+             f'<Relationship Id="rId9" Type="{relations}/pivotCacheDefinition" '
+             f'Target="pivotCache/pivotCacheDefinition1.xml"/>'),
+            ("[Content_Types].xml", "".join(
+                f'<Override PartName="/xl/{name}.xml" ContentType="application/vnd.openxml'
+                f'formats-officedocument.spreadsheetml.{kind}+xml"/>' for name, kind in (
+                    ("pivotCache/pivotCacheDefinition1", "pivotCacheDefinition"),
+                    ("pivotCache/pivotCacheRecords1", "pivotCacheRecords"),
+                    ("pivotTables/pivotTable1", "pivotTable"))))):
+        end = "</Types>" if part.startswith("[") else "</Relationships>"
+        members[part] = members[part].decode().replace(end, line + end).encode()
+    workbook = members["xl/workbook.xml"].decode()
+    members["xl/workbook.xml"] = re.sub(
+        r"(<calcPr[^>]*/>)", rf'\1<pivotCaches><pivotCache xmlns:r="{relations}" cacheId="1" '
+        r'r:id="rId9"/></pivotCaches>', workbook).encode()
+    return _zip(members)
+
+
+def test_excel_tables_formulas_pivot_tables_and_filters_follow_their_cells(
+        toy_model, translator, tmp_path):
+    """An Excel table's columns are named by their header cells, as Excel demands: each
+    takes its header's translation, in the table and in the formulas that name it (not in
+    quoted text); a pivot table's cache, its data field's name and a filter's value follow
+    their cells; a code-like cell and its copies stay. openpyxl reads the workbook back."""
+    import openpyxl
+    headers, item, caption = [SENTENCES[0], SENTENCES[3]], SENTENCES[1], SENTENCES[2]
+    path = tmp_path / "in.xlsx"
+    path.write_bytes(table_workbook(headers, item, caption))
+    book = openpyxl.load_workbook(io.BytesIO(run(toy_model, path, tmp_path / "out.xlsx")))
+    h0, h1, t_item, t_caption = translator.translate([*headers, item, caption])
+    sheet = book["Orders"]
+    assert [sheet["A1"].value, sheet["B1"].value, sheet["A2"].value] == [h0, h1, t_item]
+    table = sheet.tables["Orders"]
+    assert [c.name for c in table.tableColumns] == [h0, h1]
+    assert [c.filters.filter for c in table.autoFilter.filterColumn] == [[t_item]]
+    assert sheet["D1"].value == f"=SUM(Orders[{h1}])"
+    assert sheet["D2"].value == f'=Orders[[#This Row],[{h0}]]&"[{headers[1]}]"'
+    pivot = sheet._pivots[0]
+    assert [f.name for f in pivot.cache.cacheFields] == [h0, h1]
+    assert [s.v for s in pivot.cache.cacheFields[0].sharedItems._fields] == [t_item, "SKU-1"]
+    assert pivot.cache.refreshOnLoad
+    assert [d.name for d in pivot.dataFields] == [t_caption]
+    assert pivot.dataCaption == "Values"  # not a cell's text: as written
+    assert [r._fields[0].v for r in pivot.cache.records.r] == [t_item, 1]  # a string, an index
+
+
+class _Dictionary:
+    """A translator that looks each text up (for names a model would not make alike)."""
+
+    languages = None
+
+    def __init__(self, words: dict[str, str]) -> None:
+        self.words = words
+
+    def translate(self, texts, *_, **__):
+        return [self.words.get(t, t) for t in texts]
+
+    def translate_markup(self, documents, *_, **__):
+        assert not documents  # (the workbook has no runs)
+        return []
+
+
+def test_excel_table_columns_translated_alike_are_numbered_as_excel_numbers_them():
+    """Two headers translated to one name, letter case aside: the later column takes the
+    next number ("preis2"), its header cell and the formulas that name it too, so that the
+    table's names stay unique and equal to its header cells."""
+    import openpyxl
+
+    from aiayn.documents import translate_document
+    data = table_workbook(["Price", "Cost"], "Unit", "Total")
+    words = {"Price": "Preis", "Cost": "preis", "Unit": "Einheit", "Total": "Summe"}
+    book = openpyxl.load_workbook(io.BytesIO(translate_document(_Dictionary(words), data,
+                                                                ".xlsx")))
+    sheet = book["Orders"]
+    assert [c.name for c in sheet.tables["Orders"].tableColumns] == ["Preis", "preis2"]
+    assert [sheet["A1"].value, sheet["B1"].value] == ["Preis", "preis2"]
+    assert sheet["D1"].value == "=SUM(Orders[preis2])"
+    assert [f.name for f in sheet._pivots[0].cache.cacheFields] == ["Preis", "preis2"]
+
+
+def test_structured_references_are_renamed_where_they_name_a_renamed_column():
+    from aiayn.documents.cell_copies import rename_columns
+    renamed = {"Sales": {"Amount": "Betrag", "Unit price": "Stückpreis", "Qty #": "Menge [St]"}}
+    for formula, want in [
+            ("SUM(Sales[Amount])", "SUM(Sales[Betrag])"),
+            ("sales[@Amount]", "sales[@Betrag]"),  # table names: letter case aside
+            ("Sales[[#This Row],[Unit price]]*2", "Sales[[#This Row],[Stückpreis]]*2"),
+            ("SUM(Sales[[#Headers],[Amount]:[Unit price]])",
+             "SUM(Sales[[#Headers],[Betrag]:[Stückpreis]])"),
+            ("[@Amount]+[@[Unit price]]", "[@Betrag]+[@[Stückpreis]]"),  # in the table
+            ("Sales[Qty '#]", "Sales[Menge '[St']]"),  # escaped as Excel escapes them
+            ('"Sales[Amount]"&Sales[Amount]', '"Sales[Amount]"&Sales[Betrag]'),
+            ('"a""[Amount]"&Other[Amount]', '"a""[Amount]"&Other[Amount]'),
+            ("[1]Sheet1!A1+Sales[#All]", "[1]Sheet1!A1+Sales[#All]")]:
+        assert rename_columns(formula, renamed) == want, formula
 
 
 def test_powerpoint_comments_are_translated(toy_model, translator, tmp_path):

@@ -4,7 +4,7 @@ and footers translated; a string's runs (bold, italic, fonts, colours) carried b
 path, as Word documents' runs are (``aiayn.documents.word``).
 
 The package is read and written at the XML level (lxml), member for member: charts,
-pictures, pivot tables, macros and styles come back as they were, where a library that reads
+pictures, macros and styles come back as they were, where a library that reads
 the workbook into its own model would drop what it does not know (openpyxl loses pictures
 and charts when it saves). Parts are found by their content type, not their names, which
 differ between Excel and other writers.
@@ -20,9 +20,10 @@ differ between Excel and other writers.
 - A note's text is translated the same way; the author's name that Excel writes first, in
   bold, is kept. A threaded comment's plain text is translated line by line.
 - Text boxes and shapes drawn on a sheet, and charts' titles, axis titles and labels, are
-  DrawingML paragraphs, translated as a PowerPoint slide's (``aiayn.documents.slides``). A
-  chart keeps a copy of the text of the cells it plots (categories, series' names): each
-  takes its cell's translation. Its numbers are the cells' and stay.
+  DrawingML paragraphs, translated as a PowerPoint slide's (``aiayn.documents.slides``).
+- What the workbook keeps of its cells' text elsewhere follows their translation
+  (``aiayn.documents.cell_copies``): Excel tables' column names and the formulas that name
+  them, pivot caches and pivot tables, filters, charts' copies of the cells they plot.
 - What formulas compute is not text of the workbook: Excel computes it again on opening, as
   the translated workbook asks (``fullCalcOnLoad``), so a formula that joins translated
   cells shows their translation.
@@ -45,6 +46,7 @@ from ..errors import UserError, require
 from . import (
     Job,
     another_kind,
+    cell_copies,
     code_like,
     local_name,
     monospaced,
@@ -58,7 +60,6 @@ from . import (
 
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
-_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 _THREADED = "{http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments}"
 _TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _DC_LANGUAGE = "{http://purl.org/dc/elements/1.1/}language"
@@ -71,6 +72,10 @@ _KINDS = {_OFFICE + "spreadsheetml.sharedStrings+xml": "strings",
           "application/vnd.ms-excel.threadedcomments+xml": "threads",
           _OFFICE + "drawing+xml": "drawing", _OFFICE + "drawingml.chart+xml": "drawing",
           _OFFICE + "theme+xml": "theme",
+          _OFFICE + "spreadsheetml.table+xml": "table",
+          _OFFICE + "spreadsheetml.pivotTable+xml": "pivot table",
+          _OFFICE + "spreadsheetml.pivotCacheDefinition+xml": "pivot cache",
+          _OFFICE + "spreadsheetml.pivotCacheRecords+xml": "pivot records",
           "application/vnd.openxmlformats-package.core-properties+xml": "properties"}
 _MAIN = re.compile(r"application/vnd\.(?:openxmlformats-officedocument\.spreadsheetml|"
                    r"ms-excel)\.(?:sheet|template)(?:\.macroEnabled)?\.main\+xml")
@@ -95,9 +100,13 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
         raise UserError(f"{what}: " + (another_kind(main) if main else "it has no workbook part"))
     roots = {name: (_KINDS[ctype], _parse(archive, name, etree, what))
              for name, ctype in types.items() if ctype in _KINDS}
-    # 1) the cells' strings and the notes; 2) what a sheet says besides its cells;
-    # 3) text boxes and charts; 4) threaded comments; 5) the language the properties name
+    roots[workbook] = ("workbook", _parse(archive, workbook, etree, what))
+    # 1) the cells' strings and the notes, and the copies of the cells' text elsewhere;
+    # 2) what a sheet says besides its cells; 3) text boxes and charts; 4) threaded
+    # comments; 5) the language the properties name
     changed, cells = _translate_strings(roots, job)
+    changed |= cell_copies.follow(archive, roots, cells,
+                                  lambda name: _parse(archive, name, etree, what))
     changed |= _translate_sheet_texts(roots, job)
     drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
              and any(t.text and t.text.strip() for t in root.iter(f"{_A}t"))}
@@ -105,13 +114,6 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
                                 _body_font(roots), job)
     slides.relabel(list(drawn.values()), job)
     changed.update(drawn)
-    # a chart keeps a copy of the text of the cells it plots (its categories, its series'
-    # names): each takes its cell's translation, for readers that show the copy
-    for name, (kind, root) in roots.items():
-        for value in (v for cache in root.iter(f"{_C}strCache") if kind == "drawing"
-                      for v in cache.iter(f"{_C}v") if v.text in cells):
-            value.text = cells[value.text]
-            changed.add(name)
     threads = [(name, t) for name, (kind, root) in roots.items() if kind == "threads"
                for t in root.iter(f"{_THREADED}text") if t.text and _LETTER.search(t.text)]
     for (name, t), translation in zip(threads, job.by_line([t.text for _, t in threads])):
@@ -122,11 +124,12 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
             if job.relabeled(language.text) is not None:
                 language.text = job.relabeled(language.text)
                 changed.add(name)
-    written = {name: etree.tostring(roots[name][1], xml_declaration=True, encoding="UTF-8",
-                                    standalone=True) for name in changed}
     if any(root.find(f".//{_S}f") is not None for kind, root in roots.values()
            if kind == "sheet"):
-        written[workbook] = _calculated_on_load(_parse(archive, workbook, etree, what), etree)
+        _calculated_on_load(roots[workbook][1])
+        changed.add(workbook)
+    written = {name: etree.tostring(roots[name][1], xml_declaration=True, encoding="UTF-8",
+                                    standalone=True) for name in changed}
     try:
         return repack(archive, written)
     except (zipfile.BadZipFile, OSError) as err:  # a damaged member copied as it was
@@ -361,7 +364,7 @@ def _write(item, runs: list[tuple[object, str]], author=None) -> None:
         at += 1
 
 
-def _calculated_on_load(workbook, etree) -> bytes:
+def _calculated_on_load(workbook) -> None:
     """The workbook part asking Excel to compute every formula again when it opens, so that
     cached results made of the source's strings are not shown."""
     calc = workbook.find(f"{_S}calcPr")
@@ -374,4 +377,3 @@ def _calculated_on_load(workbook, etree) -> bytes:
                   "definedNames")]
         workbook.insert(workbook.index(after[-1]) + 1 if after else 0, calc)
     calc.set("fullCalcOnLoad", "1")
-    return etree.tostring(workbook, xml_declaration=True, encoding="UTF-8", standalone=True)

@@ -78,6 +78,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
                   if teletype.extractText(p).strip() and not styles.code_paragraph(p)
                   and _within(p, document.topnode) and not _a_cell_value(p)]
+    cells = _cell_texts(document)
     whole = [p for p in paragraphs if _simple(p)]
     plans = [_markup(p, styles) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
@@ -89,6 +90,9 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
         value = str(node)
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
+    _pivots_follow(document, dict((before, after) for (_, before), after in
+                                  zip(cells, (text for _, text in _cell_texts(document)))
+                                  if before != after and before.strip()))
     _relabel(document, job)
     written = {"content.xml": _named(_versioned(document.contentxml(),
                                                 archive.read("content.xml")),
@@ -289,6 +293,44 @@ def _a_cell_value(paragraph) -> bool:
                 or code_like(teletype.extractText(paragraph))
         node = node.parentNode
     return False
+
+
+def _cell_texts(document) -> list[tuple[Any, str]]:
+    """Each spreadsheet cell and its text, its paragraphs' on lines of their own."""
+    from odf import table, teletype
+    if getattr(document, "spreadsheet", None) is None:
+        return []
+    return [(cell, "\n".join(teletype.extractText(p) for p in cell.childNodes
+                             if getattr(p, "qname", None) == (_TEXT_NS, "p")))
+            for cell in document.spreadsheet.getElementsByType(table.TableCell)]
+
+
+# where a pivot table (a "data pilot") names its fields and their members by the cells' text
+_PILOT_NAMES = ("source-field-name", "name", "member-name", "field-name", "data-field")
+
+
+def _pivots_follow(document, cells: dict[str, str]) -> None:
+    """A pivot table over the spreadsheet's cells names its fields by their header cells and
+    its members by the cells' values: each name that is a translated cell's text takes the
+    translation, so that the table finds its fields when it is refreshed (LibreOffice empties
+    a table whose fields it cannot find). One over a database is left alone."""
+    from odf import table
+    for pilot in document.spreadsheet.getElementsByType(table.DataPilotTable) if cells else []:
+        if not pilot.getElementsByType(table.SourceCellRange):
+            continue
+        nodes = [n for n in _descendants(pilot) if n is not pilot]
+        for node in nodes:
+            for key in _PILOT_NAMES:
+                value = node.attributes.get((_TABLE_NS, key))
+                if value is not None and value in cells:
+                    node.attributes[(_TABLE_NS, key)] = cells[value]
+
+
+def _descendants(node):
+    yield node
+    for child in getattr(node, "childNodes", []):
+        if getattr(child, "qname", None) is not None:
+            yield from _descendants(child)
 
 
 def _detach(element) -> None:
