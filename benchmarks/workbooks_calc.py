@@ -11,7 +11,8 @@ aiayn's environment: aiayn is the command given, run once per workbook with ``--
 OUT``. Calc builds the workbooks itself (as .xlsx and .ods), so they are what Calc writes:
 a table of bug counts by package with a database range ("Bugs", an Excel table in .xlsx),
 per-row and whole-column formulas that name its columns, and a pivot table of counts by
-category and status over another range.
+category and status over another range, whose status cells may hold only "Fixed" or "Open"
+(a validity's list) and which a formula counts by value (``COUNTIF(...;"Open")``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ def build(desktop, folder: Path) -> list[Path]:
     sheet.getCellByPosition(6, 0).setFormula("=SUM(Bugs[Open bugs])")
     sheet.getCellByPosition(5, 1).setString("Most fixed")
     sheet.getCellByPosition(6, 1).setFormula("=MAX(Bugs[Fixed bugs])")
+    sheet.getCellByPosition(5, 2).setString("Open reports")
+    sheet.getCellByPosition(6, 2).setFormula(f'=COUNTIF(B12:B{10 + len(REPORTS)};"Open")')
+    statuses = sheet.getCellRangeByName(f"B12:B{10 + len(REPORTS)}")
+    validity = statuses.Validation
+    validity.Type = uno.Enum("com.sun.star.sheet.ValidationType", "LIST")
+    validity.ShowErrorMessage = True
+    validity.setFormula1('"Fixed";"Open"')
+    statuses.Validation = validity
     tables = sheet.getDataPilotTables()
     pilot = tables.createDataPilotDescriptor()
     pilot.setSourceRange(CellRangeAddress(0, 0, 10, 2, 10 + len(REPORTS) - 1))
@@ -111,12 +120,14 @@ def build(desktop, folder: Path) -> list[Path]:
 
 def opened(desktop, path: Path) -> dict:
     """What Calc shows of a workbook once computed again and its pivot tables refreshed: each
-    pivot table's fields in use and the numbers it shows, each formula's result."""
+    pivot table's fields in use and the numbers it shows, each formula's result, whether
+    a cell holds a value its validity does not allow."""
     doc = desktop.loadComponentFromURL(path.as_uri(), "_blank", 0, (prop("Hidden", True),))
     doc.calculateAll()
-    seen: dict = {"pivots": [], "formulas": []}
+    seen: dict = {"pivots": [], "formulas": [], "invalid": False}
     for s in range(doc.Sheets.Count):
         sheet = doc.Sheets.getByIndex(s)
+        seen["invalid"] |= sheet.showInvalid()
         tables = sheet.getDataPilotTables()
         for name in tables.ElementNames:
             table = tables.getByName(name)
@@ -181,8 +192,8 @@ def main() -> None:
         try:
             print("| workbook | pivot fields in use after a refresh | pivot numbers as the "
                   "source's | formulas without an error | formula results as the source's | "
-                  "tables named as their header cells |")
-            print("|---|---|---|---:|---:|---|")
+                  "tables named as their header cells | values its validity refuses |")
+            print("|---|---|---|---:|---:|---|---|")
             for source in build(desktop, folder):
                 target = source.with_name(f"{source.stem}.translated{source.suffix}")
                 subprocess.run([*shlex.split(args.translate), "--file", str(source), "-o",
@@ -197,7 +208,8 @@ def main() -> None:
                                                                           seen["formulas"]))
                     print(f"| {path.name} | {fields} | {'yes' if pivots_same else 'NO'} | "
                           f"{fine}/{len(seen['formulas'])} | {same}/{len(before['formulas'])} | "
-                          f"{tables_named_as_headers(path)} |", flush=True)
+                          f"{tables_named_as_headers(path)} | "
+                          f"{'SOME' if seen['invalid'] else 'none'} |", flush=True)
                 if args.keep:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     for path in (source, target):

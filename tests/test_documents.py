@@ -981,13 +981,16 @@ def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, tra
         translator.translate([SENTENCES[1]])
 
 
-def test_opendocument_pivot_tables_name_their_fields_and_members_as_translated(
+def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
         toy_model, translator, tmp_path):
     """A pivot table over the cells names its field by the header cell and a member by its
     cell: both take the cells' translation, or LibreOffice, refreshing it, finds no field
-    and empties it. One over a database keeps its names."""
+    and empties it. One over a database keeps its names. A formula's quoted cell text and a
+    validity's list of values follow the cells too."""
     from odf.opendocument import OpenDocumentSpreadsheet, load
     from odf.table import (
+        ContentValidation,
+        ContentValidations,
         DatabaseSourceTable,
         DataPilotField,
         DataPilotLevel,
@@ -1008,6 +1011,14 @@ def test_opendocument_pivot_tables_name_their_fields_and_members_as_translated(
         cell.addElement(P(text=text))
         row.addElement(cell)
         sheet.addElement(row)
+    count = f'of:=COUNTIF([.A1:.A2];"{SENTENCES[1]}")&"Sheet1"'
+    row, cell = TableRow(), TableCell(valuetype="float", value="1", formula=count)
+    row.addElement(cell)
+    sheet.addElement(row)
+    validities = ContentValidations()
+    listed = f'of:cell-content-is-in-list("{SENTENCES[1]}";"SKU-1")'
+    validities.addElement(ContentValidation(name="val1", condition=listed))
+    document.spreadsheet.addElement(validities)
     document.spreadsheet.addElement(sheet)
     pilots = DataPilotTables()
     for name, source in (("Cells", SourceCellRange(cellrangeaddress="Sheet1.A1:Sheet1.A2")),
@@ -1030,8 +1041,13 @@ def test_opendocument_pivot_tables_name_their_fields_and_members_as_translated(
                                       .getAttribute("sourcefieldname"),
                                       p.getElementsByType(DataPilotMember)[0].getAttribute("name"))
              for p in out.getElementsByType(DataPilotTable)}
-    assert named == {"Cells": tuple(translator.translate(SENTENCES[:2])),
-                     "Database": tuple(SENTENCES[:2])}
+    t = translator.translate(SENTENCES[:2])
+    assert named == {"Cells": tuple(t), "Database": tuple(SENTENCES[:2])}
+    # what a formula counts and a validity's list are cells' text; a sheet's name is not
+    assert [c.getAttribute("formula") for c in out.getElementsByType(TableCell)
+            if c.getAttribute("formula")] == [f'of:=COUNTIF([.A1:.A2];"{t[1]}")&"Sheet1"']
+    assert [v.getAttribute("condition") for v in out.getElementsByType(ContentValidation)] \
+        == [f'of:cell-content-is-in-list("{t[1]}";"SKU-1")']
 
 
 def word_document() -> bytes:
@@ -1289,7 +1305,18 @@ def table_workbook(headers: list[str], item: str, caption: str) -> bytes:
         sheet.append(row)
     sheet["D1"] = f"=SUM(Orders[{headers[1]}])"
     sheet["D2"] = f'=Orders[[#This Row],[{headers[0]}]]&"[{headers[1]}]"'
+    sheet["D3"] = f'=COUNTIF(A2:A3,"{item}")+COUNTIF(A2:A3,"{caption} x")'
+    sheet["E1"] = '=INDIRECT("Orders"&"!B2")'  # a sheet's name, not a cell's text
+    sheet["E2"] = "Orders"
     sheet["F1"] = caption
+    from openpyxl.formatting.rule import Rule
+    from openpyxl.worksheet.datavalidation import DataValidation
+    check = DataValidation(type="list", formula1=f'"{item}, SKU-1"')
+    check.add("A2:A3")
+    sheet.add_data_validation(check)
+    sheet.conditional_formatting.add("A2:A3", Rule(
+        type="containsText", operator="containsText", text=item,
+        formula=[f'NOT(ISERROR(SEARCH("{item}",A2)))']))
     table = Table(displayName="Orders", ref="A1:B3")
     table._initialise_columns()
     for column, name in zip(table.tableColumns, headers):
@@ -1371,6 +1398,12 @@ def test_excel_tables_formulas_pivot_tables_and_filters_follow_their_cells(
     assert [c.filters.filter for c in table.autoFilter.filterColumn] == [[t_item]]
     assert sheet["D1"].value == f"=SUM(Orders[{h1}])"
     assert sheet["D2"].value == f'=Orders[[#This Row],[{h0}]]&"[{headers[1]}]"'
+    # what a formula counts, a list of allowed values, what a format looks for: cells' text
+    assert sheet["D3"].value == f'=COUNTIF(A2:A3,"{t_item}")+COUNTIF(A2:A3,"{caption} x")'
+    assert sheet["E1"].value == '=INDIRECT("Orders"&"!B2")'
+    assert [c.formula1 for c in sheet.data_validations.dataValidation] == [f'"{t_item}, SKU-1"']
+    rule = next(iter(sheet.conditional_formatting)).rules[0]
+    assert (rule.text, rule.formula) == (t_item, [f'NOT(ISERROR(SEARCH("{t_item}",A2)))'])
     pivot = sheet._pivots[0]
     assert [f.name for f in pivot.cache.cacheFields] == [h0, h1]
     assert [s.v for s in pivot.cache.cacheFields[0].sharedItems._fields] == [t_item, "SKU-1"]

@@ -18,8 +18,11 @@ formula that no longer finds its column.
   captions as the cells it wrote show them. Each copy of a translated cell's text takes the
   translation, and the cache is marked to be read again from its cells when Excel opens it.
   A cache over another source (a database, another workbook) is left as it is.
-- A chart keeps a copy of the text of the cells it plots (categories, series' names), and a
-  filter the values it shows: each takes its cell's translation.
+- A chart keeps a copy of the text of the cells it plots (categories, series' names), a
+  filter the values it shows, a formula the texts it compares cells with or looks up
+  (``COUNTIF(C2:C9,"Open")``), a data validation's list the values a cell may take, a
+  conditional format the text it looks for: each takes its cell's translation. A quoted
+  text that names a sheet or a defined name stays (sheets keep their names).
 """
 
 from __future__ import annotations
@@ -55,10 +58,13 @@ def follow(archive: zipfile.ZipFile, roots: dict, cells: dict[str, str], parse) 
     changed: set[str] = set()
     related = _Relations(archive, parse)
     renamed = _name_columns(roots, cells, related, changed)
-    if renamed:
-        for name, (kind, root) in roots.items():
-            if kind in ("sheet", "table", "workbook") and _rename_in_formulas(root, renamed):
-                changed.add(name)
+    # a quoted text that names a sheet or a defined name is not a cell's copy
+    names = {e.get("name") for kind, root in roots.values() if kind == "workbook"
+             for tag in ("sheet", "definedName") for e in root.iter(f"{_S}{tag}")}
+    keys = {k: v for k, v in cells.items() if k not in names}
+    for name, (kind, root) in roots.items():
+        if kind in ("sheet", "table", "workbook") and _follow_formulas(root, renamed, keys):
+            changed.add(name)
     worksheet_caches = set()
     for name, (kind, root) in roots.items():
         if kind == "pivot cache" and _follow_cache(root, cells, renamed):
@@ -239,16 +245,50 @@ def _encoded(name: str) -> str:
     return re.sub(r"[\x00-\x1f]", lambda m: f"_x{ord(m.group()):04X}_", name)
 
 
-def _rename_in_formulas(root, renamed: dict[str, dict[str, str]]) -> bool:
-    """The renamed columns renamed in every formula of a part; whether one changed."""
+def _follow_formulas(root, renamed: dict[str, dict[str, str]], cells: dict[str, str]) -> bool:
+    """Every formula of a part with the renamed columns renamed and its quoted texts that are
+    cells' texts translated as the cells are; a conditional format's text to look for too.
+    Whether one changed."""
     changed = False
     for element in root.iter():
         tag = local_name(element.tag) if isinstance(element.tag, str) else ""
         if tag in _FORMULAS and element.text:
-            text = rename_columns(element.text, renamed)
+            listed = any(local_name(a.tag) == "dataValidation" and a.get("type") == "list"
+                         for a in element.iterancestors())
+            text = follow_literals(rename_columns(element.text, renamed), cells, listed)
             if text != element.text:
                 element.text, changed = text, True
+        elif tag == "cfRule":
+            changed |= _follow_values([element], "text", cells=cells)
     return changed
+
+
+_LITERAL = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def follow_literals(formula: str, cells: dict[str, str], listed: bool = False) -> str:
+    """``formula`` with each quoted text that is a translated cell's text translated as that
+    cell is: what a formula compares cells with, counts or looks up
+    (``COUNTIF(C2:C9,"Open")``) is their text. ``listed``: a quoted text is a list of values
+    split by commas (a data validation's list of allowed values), each followed alone."""
+    def follow(match: re.Match) -> str:
+        text = match.group(1).replace('""', '"')
+        if text in cells:
+            text = cells[text]
+        elif listed and "," in text:
+            text = ",".join(_spaced(item, cells) for item in text.split(","))
+        else:
+            return match.group(0)
+        return '"' + text.replace('"', '""') + '"'
+    return _LITERAL.sub(follow, formula)
+
+
+def _spaced(item: str, cells: dict[str, str]) -> str:
+    """A list's item followed, the spaces around it kept."""
+    core = item.strip()
+    if core not in cells:
+        return item
+    return item[:len(item) - len(item.lstrip())] + cells[core] + item[len(item.rstrip()):]
 
 
 def rename_columns(formula: str, renamed: dict[str, dict[str, str]]) -> str:

@@ -90,7 +90,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
         value = str(node)
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
-    _pivots_follow(document, dict((before, after) for (_, before), after in
+    _copies_follow(document, dict((before, after) for (_, before), after in
                                   zip(cells, (text for _, text in _cell_texts(document)))
                                   if before != after and before.strip()))
     _relabel(document, job)
@@ -307,23 +307,43 @@ def _cell_texts(document) -> list[tuple[Any, str]]:
 
 # where a pivot table (a "data pilot") names its fields and their members by the cells' text
 _PILOT_NAMES = ("source-field-name", "name", "member-name", "field-name", "data-field")
+_CALCEXT_NS = "urn:org:documentfoundation:names:experimental:calc:xmlns:calcext:1.0"
+# formulas: a cell's, a validity's condition (its list of values), a conditional format's
+_FORMULAS = ((_TABLE_NS, "formula"), (_TABLE_NS, "condition"), (_CALCEXT_NS, "value"))
 
 
-def _pivots_follow(document, cells: dict[str, str]) -> None:
-    """A pivot table over the spreadsheet's cells names its fields by their header cells and
-    its members by the cells' values: each name that is a translated cell's text takes the
-    translation, so that the table finds its fields when it is refreshed (LibreOffice empties
-    a table whose fields it cannot find). One over a database is left alone."""
+def _copies_follow(document, cells: dict[str, str]) -> None:
+    """What names the spreadsheet's cells elsewhere follows their translation, as an Excel
+    workbook's does (``aiayn.documents.cell_copies``). A pivot table over the cells names its
+    fields by their header cells and its members by the cells' values: each name that is a
+    translated cell's text takes the translation, so that the table finds its fields when
+    it is refreshed (LibreOffice empties a table whose fields it cannot find); one over a
+    database is left alone. A formula's quoted text that is a cell's text (what it counts,
+    compares or looks up, a validity's list of values) is translated as the cell is, unless
+    it names a sheet or a named range."""
     from odf import table
-    for pilot in document.spreadsheet.getElementsByType(table.DataPilotTable) if cells else []:
+
+    from .cell_copies import follow_literals
+    if not cells:
+        return
+    for pilot in document.spreadsheet.getElementsByType(table.DataPilotTable):
         if not pilot.getElementsByType(table.SourceCellRange):
             continue
-        nodes = [n for n in _descendants(pilot) if n is not pilot]
-        for node in nodes:
+        for node in (n for n in _descendants(pilot) if n is not pilot):
             for key in _PILOT_NAMES:
                 value = node.attributes.get((_TABLE_NS, key))
                 if value is not None and value in cells:
                     node.attributes[(_TABLE_NS, key)] = cells[value]
+    nodes = list(_descendants(document.spreadsheet))
+    names = {n.attributes.get((_TABLE_NS, "name")) for n in nodes
+             if getattr(n, "qname", None) in ((_TABLE_NS, "table"), (_TABLE_NS, "named-range"),
+                                              (_TABLE_NS, "named-expression"))}
+    keys = {k: v for k, v in cells.items() if k not in names}
+    for node in nodes:
+        for attribute in _FORMULAS:
+            value = node.attributes.get(attribute)
+            if value and '"' in value:
+                node.attributes[attribute] = follow_literals(value, keys)
 
 
 def _descendants(node):
