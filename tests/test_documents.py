@@ -985,12 +985,14 @@ def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
         toy_model, translator, tmp_path):
     """A pivot table over the cells names its field by the header cell and a member by its
     cell: both take the cells' translation, or LibreOffice, refreshing it, finds no field
-    and empties it. One over a database keeps its names. A formula's quoted cell text and a
-    validity's list of values follow the cells too."""
+    and empties it. One over a database keeps its names. A formula's quoted cell text, a
+    validity's list of values and a filter's value follow the cells too."""
     from odf.opendocument import OpenDocumentSpreadsheet, load
     from odf.table import (
         ContentValidation,
         ContentValidations,
+        DatabaseRange,
+        DatabaseRanges,
         DatabaseSourceTable,
         DataPilotField,
         DataPilotLevel,
@@ -998,6 +1000,9 @@ def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
         DataPilotMembers,
         DataPilotTable,
         DataPilotTables,
+        Filter,
+        FilterAnd,
+        FilterCondition,
         SourceCellRange,
         Table,
         TableCell,
@@ -1015,11 +1020,20 @@ def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
     row, cell = TableRow(), TableCell(valuetype="float", value="1", formula=count)
     row.addElement(cell)
     sheet.addElement(row)
+    ranges = DatabaseRanges()
+    found = DatabaseRange(name="Rows", targetrangeaddress="Sheet1.A1:Sheet1.A2")
+    conditions = FilterAnd()
+    conditions.addElement(FilterCondition(fieldnumber="0", operator="=", value=SENTENCES[1]))
+    shown = Filter()
+    shown.addElement(conditions)
+    found.addElement(shown)
+    ranges.addElement(found)
     validities = ContentValidations()
     listed = f'of:cell-content-is-in-list("{SENTENCES[1]}";"SKU-1")'
     validities.addElement(ContentValidation(name="val1", condition=listed))
     document.spreadsheet.addElement(validities)
     document.spreadsheet.addElement(sheet)
+    document.spreadsheet.addElement(ranges)
     pilots = DataPilotTables()
     for name, source in (("Cells", SourceCellRange(cellrangeaddress="Sheet1.A1:Sheet1.A2")),
                          ("Database", DatabaseSourceTable(databasename="db",
@@ -1048,6 +1062,7 @@ def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
             if c.getAttribute("formula")] == [f'of:=COUNTIF([.A1:.A2];"{t[1]}")&"Sheet1"']
     assert [v.getAttribute("condition") for v in out.getElementsByType(ContentValidation)] \
         == [f'of:cell-content-is-in-list("{t[1]}";"SKU-1")']
+    assert [c.getAttribute("value") for c in out.getElementsByType(FilterCondition)] == [t[1]]
 
 
 def word_document() -> bytes:

@@ -320,7 +320,7 @@ def _copies_follow(document, cells: dict[str, str]) -> None:
     it is refreshed (LibreOffice empties a table whose fields it cannot find); one over a
     database is left alone. A formula's quoted text that is a cell's text (what it counts,
     compares or looks up, a validity's list of values) is translated as the cell is, unless
-    it names a sheet or a named range."""
+    it names a sheet or a named range, and so is a filter's value."""
     from odf import table
 
     from .cell_copies import follow_literals
@@ -344,6 +344,9 @@ def _copies_follow(document, cells: dict[str, str]) -> None:
             value = node.attributes.get(attribute)
             if value and '"' in value:
                 node.attributes[attribute] = follow_literals(value, keys)
+        value = node.attributes.get((_TABLE_NS, "value"))  # a filter's value: a cell's text
+        if getattr(node, "qname", None) == (_TABLE_NS, "filter-condition") and value in cells:
+            node.attributes[(_TABLE_NS, "value")] = cells[value]
 
 
 def _descendants(node):
