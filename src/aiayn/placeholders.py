@@ -2,8 +2,9 @@
 
 Localisation strings carry placeholders that a translation must keep exactly: printf's ``%s``,
 ``%1$d``, ``%qs`` and ``%(name)s``, strftime's ``%H``, Qt's ``%1``, ``{0}`` and ``{name}``,
-``${name}``, markup ``<b>`` ... ``</b>`` and entities ``&amp;``. With placeholder protection
-(``aiayn prepare --placeholders``) each one is replaced, in both languages, by a sentinel
+``${name}``, Rails' ``%{name}``, i18next's and Mustache's ``{{name}}``, markup ``<b>`` ...
+``</b>`` and entities ``&amp;``. With placeholder protection (``aiayn prepare
+--placeholders``) each one is replaced, in both languages, by a sentinel
 ``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one piece of
 the vocabulary; the model learns to move sentinels, never to spell them. Translating masks the
 source the same way and puts the source's own placeholders back in place of the sentinels of
@@ -24,6 +25,8 @@ PATTERN = re.compile(r"""
   | %\d+
   | %%
   | \$\{[^{}\s]+\}
+  | %\{[A-Za-z_][A-Za-z0-9_]*\}
+  | \{\{-?\s*[^{}\s]+\s*\}\}
   | \{[A-Za-z0-9_.:!\[\]]*\}
   | </?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>
   | &(?:[A-Za-z][A-Za-z0-9]*|\#[0-9]+|\#x[0-9A-Fa-f]+);

@@ -48,9 +48,11 @@ def add_translate_evaluate(sub) -> None:
                         "several checkpoints are an ensemble")
     p.add_argument("--file", metavar="IN",
                    help="translate a whole file into -o OUT, in its own format: .txt, .html, "
-                        ".xml, .srt, .po/.pot (new translations marked fuzzy), .docx "
-                        "and .odt (formatting kept), .xlf/.xliff (1.2, 2.0); extra documents "
-                        "for all but text and markup")
+                        ".xml, .md, .srt, .po/.pot (new translations marked fuzzy), "
+                        ".xlf/.xliff (1.2, 2.0), .docx, .odt, .odp, .ods, .pptx, .xlsx, "
+                        ".xlsm, .epub and .pdf (formatting kept), string resources (.json, "
+                        ".arb, .yml/.yaml, .properties, .strings, .resx, Android's .xml); "
+                        "extra documents for all but text and markup")
     p.add_argument("--overwrite", action="store_true",
                    help="with --file on a gettext catalog: translate entries that already "
                         "have a translation too")
@@ -155,7 +157,7 @@ def translate_file_command(args: argparse.Namespace, options) -> None:
     source, target = input_file(args.file, "--file"), Path(args.output)
     output_file(args.output, "-o", args.file)
     kind, out_kind = extension(source), extension(target)
-    alike = {".htm": ".html", ".pot": ".po", ".xlf": ".xliff"}
+    alike = {".htm": ".html", ".pot": ".po", ".xlf": ".xliff", ".yaml": ".yml"}
     if alike.get(kind, kind) != alike.get(out_kind, out_kind):
         raise UserError(f"-o {target.name} is a {out_kind} file but --file {source.name} is "
                         f"{kind}; give the output the input's extension")

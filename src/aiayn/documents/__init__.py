@@ -102,10 +102,30 @@ class Job:
 
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
-    from . import epub, gettext, markdown, pdf, sheets, slides, subtitles, text, word, writer, xliff
+    from . import (
+        epub,
+        gettext,
+        markdown,
+        pdf,
+        resources,
+        sheets,
+        slides,
+        subtitles,
+        text,
+        word,
+        writer,
+        xliff,
+    )
+
+    def resource(suffix: str) -> Callable[[bytes, Job], bytes]:
+        return lambda data, job: resources.translate_resource(data, job, suffix)
+
+    def xml(data: bytes, job: Job) -> bytes:  # Android's string resources, or any XML
+        return resource(".xml")(data, job) if resources.android(data) else \
+            text.translate_xml(data, job)
     return {".txt": text.translate_text, ".epub": epub.translate_epub, ".html": text.translate_html,
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
-            ".xml": text.translate_xml, ".md": markdown.translate_md,
+            ".xml": xml, ".md": markdown.translate_md,
             ".markdown": markdown.translate_md, ".srt": subtitles.translate_srt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
@@ -114,12 +134,13 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".pptx": slides.translate_pptx, ".pdf": pdf.translate_pdf,
             ".xlsx": sheets.translate_xlsx,
             ".xlsm": lambda data, job: sheets.translate_xlsx(data, job, ".xlsm"),
-            ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff}
+            ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff,
+            **{suffix: resource(suffix) for suffix in resources.KINDS if suffix != ".xml"}}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
            ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
-           ".xliff")
+           ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx")
 
 
 def extension(name: str | Path) -> str:

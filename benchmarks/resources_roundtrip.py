@@ -1,0 +1,122 @@
+"""A real Java .properties resource file translated whole and read back by Java itself: the
+same keys, every value with a letter translated, placeholders and markup kept, comments as they
+were, and BLEU against the file's own translation where one is shipped beside it.
+
+    python benchmarks/resources_roundtrip.py --checkpoint RUN \\
+        --source /usr/lib/libreoffice/share/wizards/resources_en_US.properties \\
+        --reference /usr/lib/libreoffice/share/wizards/resources_de.properties
+
+LibreOffice's wizards carry their strings in such files (``%1`` placeholders, ``<BR>`` line
+breaks, names in quotes), one per language. The source and the translation are read by
+``java.util.Properties`` (a JDK's ``java`` runs a small program from its source), a reader
+aiayn does not write them with; translate-toolkit writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from machine import header
+
+READER = """
+import java.io.*;
+import java.util.*;
+
+public class Props {
+    public static void main(String[] files) throws Exception {
+        for (String file : files) {
+            Properties properties = new Properties();
+            try (InputStream in = new FileInputStream(file)) { properties.load(in); }
+            List<String> keys = new ArrayList<>(properties.stringPropertyNames());
+            Collections.sort(keys);
+            System.out.println("== " + file);
+            for (String key : keys) {
+                String value = properties.getProperty(key);
+                System.out.println(key + "\\t" + value.replace("\\\\", "\\\\\\\\")
+                    .replace("\\n", "\\\\n").replace("\\t", "\\\\t"));
+            }
+        }
+    }
+}
+"""
+
+
+def read_with_java(paths: list[Path]) -> list[dict[str, str]]:
+    """Each file's properties as Java reads them (``Properties.load``, ISO-8859-1 and \\u
+    escapes)."""
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "Props.java"
+        program.write_text(READER)
+        out = subprocess.run(["java", str(program), *map(str, paths)], capture_output=True,
+                             text=True, encoding="utf-8", check=True).stdout
+    files: list[dict[str, str]] = []
+    for line in out.splitlines():
+        if line.startswith("== "):
+            files.append({})
+        else:
+            key, _, value = line.partition("\t")
+            files[-1][key] = value.replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
+    return files
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--source", required=True, type=Path)
+    p.add_argument("--reference", type=Path)
+    args = p.parse_args()
+
+    import sacrebleu
+
+    import aiayn
+    from aiayn.documents import translate_document
+    from aiayn.placeholders import find, kept
+    print(header(), flush=True)
+    print(subprocess.run(["java", "-version"], capture_output=True, text=True,
+                         check=False).stderr.splitlines()[0])
+    translator = aiayn.load(args.checkpoint)
+    data = args.source.read_bytes()
+    t0 = time.perf_counter()
+    out = translate_document(translator, data, ".properties")
+    seconds = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as folder:
+        translated = Path(folder) / "translated.properties"
+        translated.write_bytes(out)
+        paths = [args.source, translated] + ([args.reference] if args.reference else [])
+        read = read_with_java(paths)
+    source, target = read[0], read[1]
+    words = [k for k, v in source.items() if any(c.isalpha() for c in v)]
+    holding = [k for k in words if find(source[k])]
+    comments = [line for line in data.decode("latin-1").splitlines() if line.startswith("#")]
+    comments_out = [line for line in out.decode("latin-1").splitlines() if line.startswith("#")]
+    print(f"\nfile: {args.source} ({len(source)} properties, {len(words)} with a letter, "
+          f"{len(holding)} with placeholders or markup)")
+    print("| check | result |\n|---|---:|")
+    print(f"| Java reads the translation | {'yes' if target else 'NO'} |")
+    print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
+    print(f"| values with a letter changed | {sum(source[k] != target.get(k) for k in words)}"
+          f"/{len(words)} |")
+    print(f"| placeholders and markup kept | "
+          f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
+    print(f"| comment lines as they were | {'yes' if comments == comments_out else 'NO'} "
+          f"({len(comments)}) |")
+    print(f"| output ASCII, other letters as \\u escapes | {'yes' if out.isascii() else 'no'} |")
+    if args.reference:
+        reference = read[2]
+        common = [k for k in words if k in reference]
+        bleu = sacrebleu.corpus_bleu([target[k] for k in common], [[reference[k] for k in common]])
+        ref_kept = sum(kept(source[k], reference[k]) for k in holding if k in reference)
+        print(f"| BLEU against {args.reference.name} ({len(common)} values) | {bleu.score:.2f} |")
+        print(f"| (the shipped translation keeps the placeholders and markup of "
+              f"{ref_kept}/{sum(k in reference for k in holding)}) | |")
+    print(f"| seconds | {seconds:.1f} |")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""Software's string resources, the files Weblate translates besides gettext catalogs, read and
+written by translate-toolkit's stores (Weblate's own library): JSON (nested keys, i18next's,
+Flutter's .arb, a WebExtension's messages.json), YAML (Rails' and others'), Java .properties,
+Apple .strings, Android's strings.xml and .NET .resx.
+
+A resource file holds one language: each string value is translated in place and the file is
+written for the model's target language, its keys, comments, numbers and structure as they
+were. A value is translated line by line, its placeholders kept by the placeholder path
+(``%1$s``, ``{count}``, ``{{name}}``, ``%{count}``); a value without a letter or of one
+code-like token (a URL, a key), and a string marked untranslatable (Android's
+``translatable="false"``), stays. A plural (Android's
+``plurals``, Rails' ``one``/``other``) gets every form the target language has, each from
+the source's form of its kind: "one" from "one", every other from "other". A file that names
+its language (Rails' root key, .arb's ``@@locale``) is refused when that is not the model's
+source language, and names the target language once translated.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+from ..errors import UserError, require
+from . import Job, code_like
+
+_LETTER = re.compile(r"[^\W\d_]")
+KINDS = {".json": "JSON", ".arb": "ARB", ".yml": "YAML", ".yaml": "YAML",
+         ".properties": "Java .properties", ".strings": "Apple .strings",
+         ".resx": ".NET .resx", ".xml": "Android string resources"}
+
+
+def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
+    """A resource file of the kind its extension names (``suffix``) translated."""
+    kind = KINDS[suffix]
+    if kind == "YAML":
+        require("ruamel.yaml", "YAML files", "documents")
+        return _translate_yaml(data, job)
+    require("translate.storage.base", f"{kind} files", "documents")
+    try:
+        store, named = _parsed(data, suffix)
+    except UserError:
+        raise
+    except Exception as err:  # translate-toolkit raises its readers' errors as they come
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"not {_a(kind)} file: {first}") from None
+    if named:
+        job.check_languages(f"the {kind} file", source=named)
+    # the sources read before the target language is set (a plural's forms follow it)
+    units = [(u, _texts(u.source)) for u in store.units if u.istranslatable()
+             and not u.isheader() and _texts(u.source)]
+    pair = job.translator.languages
+    if pair:
+        store.settargetlanguage(pair["target"])
+    tags = store.get_plural_tags() if pair else None  # the target language's plural forms
+    texts = [t for _, sources in units for t in sources]
+    done = iter(job.by_line([t if _wording(t) else "" for t in texts]))
+    for unit, sources in units:
+        translated = [t if _wording(s) else s for s, t in zip(sources, done)]
+        if unit.hasplural() or len(sources) > 1:
+            unit.target = _forms(translated, tags)
+        else:
+            unit.target = translated[0]
+    out = bytes(store)
+    if suffix == ".properties" and data.isascii():
+        # an ASCII file (the classic kind, which Java once read as ISO-8859-1) gets every
+        # other letter as a \u escape, as it had them: readers of either encoding read it
+        out = re.sub(r"[^\x00-\x7f]", lambda m: f"\\u{ord(m.group()):04X}",
+                     out.decode("latin-1")).encode("ascii")
+    if named and pair:  # .arb: the file's language is the target's now
+        out = re.sub(rb'("@@locale"\s*:\s*")' + re.escape(named.encode()) + rb'"',
+                     lambda m: m.group(1) + pair["target"].encode() + b'"', out, count=1)
+    return out
+
+
+def _parsed(data: bytes, suffix: str):
+    """The store for a file, and the language it names (or None)."""
+    from translate.storage import aresource, jsonl10n, properties, resx
+    if suffix in (".json", ".arb"):
+        tree = json.loads(data.decode("utf-8-sig"))
+        if not isinstance(tree, dict):
+            raise UserError(f"not {_a(KINDS[suffix])} file: its top level is not an object "
+                            f"of strings")
+        if suffix == ".arb" or "@@locale" in tree:
+            store, named = jsonl10n.ARBJsonFile.parsestring(data), tree.get("@@locale")
+        elif tree and all(isinstance(v, dict) and "message" in v for v in tree.values()):
+            store, named = jsonl10n.WebExtensionJsonFile.parsestring(data), None
+        else:
+            store, named = jsonl10n.JsonNestedFile.parsestring(data), None
+        indent = re.search(rb"\n([ \t]+)\S", data)  # written as indented as it came
+        store.dump_args["indent"] = indent.group(1).decode() if indent and b"\t" in \
+            indent.group(1) else len(indent.group(1)) if indent else None
+        return store, named
+    if suffix == ".properties":
+        try:  # Java 9 reads UTF-8; older files are ISO-8859-1 with \u escapes
+            data.decode("ascii")
+            return properties.javafile.parsestring(data), None
+        except UnicodeDecodeError:
+            return properties.javautf8file.parsestring(data), None
+    if suffix == ".strings":
+        utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        return (properties.stringsfile if utf16 else properties.stringsutf8file
+                ).parsestring(data), None
+    if suffix == ".resx":
+        return resx.RESXFile.parsestring(data), None
+    return aresource.AndroidResourceFile.parsestring(data), None
+
+
+_LANGUAGE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]+)?")
+_PLURALS = {"zero", "one", "two", "few", "many", "other"}
+
+
+def _translate_yaml(data: bytes, job: Job) -> bytes:
+    """A YAML file read and written by ruamel.yaml's round trip, so that comments, quoting,
+    key order and the types of numbers and truth values stay; each string with a letter
+    translated. A mapping of plural forms (Rails': ``one``, ``other``) gets every form the
+    target language has, each from "other" where the source has no such form. A single root
+    key that is a language code (Rails') is the file's language."""
+    from ruamel.yaml import YAML
+    from translate.lang import data as languages
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 1 << 16  # lines as long as they came
+    try:
+        tree = yaml.load(data)
+    except Exception as err:  # ruamel raises its scanner's and parser's errors alike
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"not a YAML file: {first}") from None
+    if not isinstance(tree, dict):
+        raise UserError("not a YAML file of strings: its top level is not a mapping")
+    root = next(iter(tree)) if len(tree) == 1 else None
+    named = root if isinstance(root, str) and _LANGUAGE.fullmatch(root) \
+        and isinstance(tree[root], dict) else None
+    if named:
+        job.check_languages("the YAML file", source=named)
+    slots: list[tuple[object, object, str]] = []  # (mapping or list, key or index, text)
+
+    def walk(node) -> None:
+        items = list(node.items()) if isinstance(node, dict) else \
+            list(enumerate(node)) if isinstance(node, list) else []
+        for key, value in items:
+            if isinstance(value, str) and _wording(value):
+                slots.append((node, key, value))
+            elif isinstance(value, (dict, list)):
+                walk(value)
+    walk(tree)
+    for (node, key, value), translation in zip(slots, job.by_line([v for _, _, v in slots])):
+        node[key] = translation if type(value) is str else type(value)(translation)  # type: ignore[index]
+    pair = job.translator.languages
+    if pair:
+        tags = [*languages.plural_tags.get(pair["target"].split("-")[0].split("_")[0],
+                                           ["one", "other"]), "other"]
+        _fill_plurals(tree, tags)
+    out = io.BytesIO()
+    yaml.dump(tree, out)
+    text = out.getvalue()
+    if named and pair:  # the root key names the language the file is now in
+        text = re.sub(rf"^(['\"]?){re.escape(named)}\1:".encode(),
+                      lambda m: m.group(0).replace(named.encode(), pair["target"].encode()),
+                      text, count=1, flags=re.MULTILINE)
+    return text
+
+
+def _fill_plurals(node, tags: list[str]) -> None:
+    """Each mapping of plural forms given the target language's missing forms, from its
+    "other"."""
+    if isinstance(node, dict):
+        if node and set(node) <= _PLURALS and "other" in node:
+            for tag in tags:
+                if tag not in node:
+                    node[tag] = node["other"]
+            return
+        for value in node.values():
+            _fill_plurals(value, tags)
+    elif isinstance(node, list):
+        for value in node:
+            _fill_plurals(value, tags)
+
+
+def _wording(text: str) -> bool:
+    """Whether a value is words to translate: it has a letter and is not one code-like token
+    (a URL, an address, a key: ``documents.code_like``)."""
+    return _LETTER.search(text) is not None and not code_like(text)
+
+
+def _a(kind: str) -> str:
+    """A kind of file with its article: "a JSON", "an Android string resources"."""
+    return f"{'an' if kind.lstrip('.')[0] in 'AEIOU' else 'a'} {kind}"
+
+
+def android(data: bytes) -> bool:
+    """Whether an .xml file is Android's string resources (a ``resources`` root)."""
+    head = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", data[:4096], flags=re.S)
+    return re.match(rb"\s*<resources[\s>]", head) is not None
+
+
+def _texts(source) -> list[str]:
+    """A unit's source as its texts: one, or a plural's forms."""
+    strings = getattr(source, "strings", None)
+    if strings is not None:
+        return [str(s) for s in strings]
+    return [source] if isinstance(source, str) and source.strip() else []
+
+
+def _forms(translated: list[str], tags: list[str] | None):
+    """A plural's translated forms as the target language counts them: "one" from the
+    source's first form, every other from its last (the source's own count where the
+    target's is unknown)."""
+    from translate.misc.multistring import multistring
+    if not tags:
+        return multistring(translated)
+    return multistring([translated[0] if tag == "one" else translated[-1] for tag in tags])

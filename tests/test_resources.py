@@ -1,0 +1,139 @@
+"""Software's string resources (JSON, YAML, .properties, .strings, Android's strings.xml, .resx)
+translated whole: each string value translated, keys, comments, numbers and structure kept,
+plurals given the target language's forms; read back by readers aiayn does not write them with
+(Python's json, PyYAML, lxml, translate-toolkit)."""
+
+import json
+
+import pytest
+import yaml
+from lxml import etree
+
+from aiayn.documents import translate_document
+from aiayn.errors import UserError
+from tests.conftest import toy_pairs
+from tests.test_documents import run
+
+SENTENCES = [s for s, _ in toy_pairs(6, seed=43)]
+
+
+@pytest.fixture(scope="module")
+def translator(toy_model):
+    import aiayn
+    return aiayn.load(toy_model)
+
+
+class Dictionary:
+    """A translator that looks each text up, for a language pair of our choosing."""
+
+    def __init__(self, words: dict[str, str], target: str = "pl") -> None:
+        self.words, self.languages = words, {"source": "en", "target": target}
+
+    def translate(self, texts, *_, **__):
+        return [self.words.get(t, t.upper()) for t in texts]
+
+
+def test_json_values_are_translated_keys_numbers_and_indentation_kept(toy_model, translator,
+                                                                      tmp_path):
+    source = {"menu": {"open": SENTENCES[0], "count": 3, "on": True},
+              "save": SENTENCES[1], "list": [SENTENCES[2], "42"]}
+    path = tmp_path / "en.json"
+    path.write_text(json.dumps(source, indent=2))
+    out = run(toy_model, path, tmp_path / "es.json")
+    t = translator.translate(SENTENCES[:3])
+    assert json.loads(out) == {"menu": {"open": t[0], "count": 3, "on": True}, "save": t[1],
+                               "list": [t[2], "42"]}
+    assert out.decode().splitlines()[1] == '  "menu": {'  # indented as it came
+
+
+def test_arb_and_webextension_files_keep_their_metadata(toy_model, translator, tmp_path):
+    arb = {"@@locale": "en", "open": SENTENCES[0],
+           "@open": {"description": SENTENCES[1]}}
+    messages = {"title": {"message": SENTENCES[2], "description": SENTENCES[3]}}
+    (tmp_path / "app_en.arb").write_text(json.dumps(arb))
+    (tmp_path / "messages.json").write_text(json.dumps(messages))
+    t = translator.translate([SENTENCES[0], SENTENCES[2]])
+    out = json.loads(run(toy_model, tmp_path / "app_en.arb", tmp_path / "app_es.arb"))
+    assert (out["open"], out["@open"], out["@@locale"]) == (t[0], arb["@open"], "es")
+    out = json.loads(run(toy_model, tmp_path / "messages.json", tmp_path / "es.json"))
+    assert out == {"title": {"message": t[1], "description": SENTENCES[3]}}
+
+
+def test_rails_yaml_keeps_comments_quoting_and_numbers_and_names_the_target(
+        toy_model, translator, tmp_path):
+    source = (f"# {SENTENCES[5]}\nen:\n  greeting: \"{SENTENCES[0]}\"\n  files:\n"
+              f"    one: {SENTENCES[1]}\n    other: {SENTENCES[2]}\n  count: 3\n"
+              f"  enabled: true\n  code: 'AB-12'\n")
+    path = tmp_path / "en.yml"
+    path.write_text(source)
+    out = run(toy_model, path, tmp_path / "es.yml").decode()
+    t = translator.translate(SENTENCES[:3])
+    forms = {"one": t[1], "many": t[2], "other": t[2]}  # Spanish's "many", as CLDR counts
+    assert yaml.safe_load(out) == {"es": {"greeting": t[0], "files": forms, "count": 3,
+                                          "enabled": True, "code": "AB-12"}}
+    assert out.startswith(f"# {SENTENCES[5]}\nes:\n") and f'greeting: "{t[0]}"' in out
+
+
+def test_plurals_get_the_target_language_s_forms():
+    """Polish counts one, few, many (and other): Android's plurals and Rails' get each,
+    "one" from the source's "one", the rest from "other"."""
+    words = {"%d file": "%d plik", "%d files": "%d plików"}
+    android = (b'<?xml version="1.0" encoding="utf-8"?>\n<resources>\n'
+               b'    <!-- the main screen -->\n'
+               b'    <string name="open">Open the file %1$s</string>\n'
+               b'    <string name="key" translatable="false">abc</string>\n'
+               b'    <plurals name="files"><item quantity="one">%d file</item>'
+               b'<item quantity="other">%d files</item></plurals>\n</resources>\n')
+    out = etree.fromstring(translate_document(Dictionary(words), android, ".xml"))
+    assert out.xpath("//string[@name='open']/text()") == ["OPEN THE FILE %1$S"]
+    assert out.xpath("//string[@name='key']/text()") == ["abc"]
+    assert out.xpath("//comment()")[0].text == " the main screen "
+    forms = {i.get("quantity"): i.text for i in out.xpath("//plurals/item")}
+    assert forms == {"one": "%d plik", "few": "%d plików", "many": "%d plików",
+                     "other": "%d plików"}
+    rails = b"en:\n  files:\n    one: \"%d file\"\n    other: \"%d files\"\n"
+    out = yaml.safe_load(translate_document(Dictionary(words), rails, ".yml"))
+    assert out == {"pl": {"files": {"one": "%d plik", "few": "%d plików",
+                                    "many": "%d plików", "other": "%d plików"}}}
+
+
+def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translator, tmp_path):
+    t = translator.translate(SENTENCES[:2])
+    (tmp_path / "en.properties").write_text(f"# {SENTENCES[5]}\nopen={SENTENCES[0]}\n"
+                                            f"save.file = {SENTENCES[1]}\n")
+    out = run(toy_model, tmp_path / "en.properties", tmp_path / "es.properties").decode()
+    assert out == f"# {SENTENCES[5]}\nopen={t[0]}\nsave.file={t[1]}\n"  # translate-toolkit's "="
+    (tmp_path / "en.strings").write_text(f'/* {SENTENCES[5]} */\n"open" = "{SENTENCES[0]}";\n')
+    out = run(toy_model, tmp_path / "en.strings", tmp_path / "es.strings").decode()
+    assert out == f'/* {SENTENCES[5]} */\n"open" = "{t[0]}";\n'
+    resx = (f'<?xml version="1.0" encoding="utf-8"?>\n<root><data name="Open" '
+            f'xml:space="preserve"><value>{SENTENCES[0]}</value><comment>{SENTENCES[5]}'
+            f"</comment></data></root>\n")
+    (tmp_path / "en.resx").write_text(resx)
+    out = etree.fromstring(run(toy_model, tmp_path / "en.resx", tmp_path / "es.resx"))
+    assert out.xpath("//data[@name='Open']/value/text()") == [t[0]]
+    assert out.xpath("//data[@name='Open']/comment/text()") == [SENTENCES[5]]
+
+
+def test_xml_that_is_not_android_resources_stays_markup(toy_model, translator, tmp_path):
+    path = tmp_path / "in.xml"
+    path.write_text(f"<doc><p>{SENTENCES[0]}</p></doc>")
+    assert run(toy_model, path, tmp_path / "out.xml").decode() == \
+        f"<doc><p>{translator.translate([SENTENCES[0]])[0]}</p></doc>"
+
+
+@pytest.mark.parametrize("suffix, data, message", [
+    (".json", b'{"a": "b",', "not a JSON file: "),
+    (".json", b'["a", "b"]', "not a JSON file: its top level is not an object"),
+    (".arb", b'{"@@locale": "de", "a": "Datei"}', "names de as its source language"),
+    (".yml", b"a: [b\n", "not a YAML file: "),
+    (".yml", b"- a\n- b\n", "not a YAML file of strings: its top level is not a mapping"),
+    (".yml", b"fr:\n  a: b\n", "names fr as its source language"),
+    (".resx", b"<root><data", "not a .NET .resx file: "),
+    (".xml", b"<resources><string name='a'>b</resources>",
+     "not an Android string resources file: "),
+])
+def test_bad_resource_files_are_one_line(translator, suffix, data, message):
+    with pytest.raises(UserError, match=message) as caught:
+        translate_document(translator, data, suffix)
+    assert "\n" not in str(caught.value)
