@@ -83,8 +83,16 @@ def test_plurals_get_the_target_language_s_forms():
                b'    <string name="open">Open the file %1$s</string>\n'
                b'    <string name="key" translatable="false">abc</string>\n'
                b'    <plurals name="files"><item quantity="one">%d file</item>'
-               b'<item quantity="other">%d files</item></plurals>\n</resources>\n')
-    out = etree.fromstring(translate_document(Dictionary(words), android, ".xml"))
+               b'<item quantity="other">%d files</item></plurals>\n'
+               b'    <string-array name="days"><item>Monday</item><item>@string/x</item>'
+               b'</string-array>\n'
+               b'    <string-array name="ids" translatable="false"><item>abc</item>'
+               b'</string-array>\n</resources>\n')
+    words["Monday"] = "Don't say"  # Android escapes the apostrophe
+    data = translate_document(Dictionary(words), android, ".xml")
+    out = etree.fromstring(data)
+    assert out.xpath("//string-array[@name='days']/item/text()") == ["Don\\'t say", "@string/x"]
+    assert out.xpath("//string-array[@name='ids']/item/text()") == ["abc"]
     assert out.xpath("//string[@name='open']/text()") == ["OPEN THE FILE %1$S"]
     assert out.xpath("//string[@name='key']/text()") == ["abc"]
     assert out.xpath("//comment()")[0].text == " the main screen "

@@ -53,7 +53,8 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
     if pair:
         store.settargetlanguage(pair["target"])
     tags = store.get_plural_tags() if pair else None  # the target language's plural forms
-    texts = [t for _, sources in units for t in sources]
+    items = _array_items(store) if suffix == ".xml" else []
+    texts = [t for _, sources in units for t in sources] + [t for _, t in items]
     done = iter(job.by_line([t if _wording(t) else "" for t in texts]))
     for unit, sources in units:
         translated = [t if _wording(s) else s for s, t in zip(sources, done)]
@@ -61,6 +62,12 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
             unit.target = _forms(translated, tags)
         else:
             unit.target = translated[0]
+    if items:
+        from translate.storage.aresource import AndroidResourceUnit
+        escaping = AndroidResourceUnit("")  # (its Android escaping, for any element)
+        for (item, text), translation in zip(items, done):
+            if _wording(text):
+                escaping.set_xml_text_value(translation, item)
     out = bytes(store)
     if suffix == ".properties" and data.isascii():
         # an ASCII file (the classic kind, which Java once read as ISO-8859-1) gets every
@@ -175,6 +182,16 @@ def _fill_plurals(node, tags: list[str]) -> None:
     elif isinstance(node, list):
         for value in node:
             _fill_plurals(value, tags)
+
+
+def _array_items(store) -> list[tuple[object, str]]:
+    """Android's ``string-array`` items (translate-toolkit's store reads no unit of them),
+    with their text, but those of an array marked untranslatable."""
+    from translate.storage.aresource import AndroidResourceUnit
+    reading = AndroidResourceUnit("")
+    return [(item, reading.get_xml_text_value(item))
+            for array in store.document.getroot().iter("string-array")
+            if array.get("translatable") != "false" for item in array.iter("item")]
 
 
 def _wording(text: str) -> bool:
