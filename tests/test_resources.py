@@ -105,6 +105,29 @@ def test_plurals_get_the_target_language_s_forms():
                                     "many": "%d plików", "other": "%d plików"}}}
 
 
+def test_icu_messages_translate_their_branches_and_keep_their_arguments():
+    """An ICU message (Flutter's .arb): the text around its arguments and inside each branch
+    translated apart, the arguments and the number sign kept, a plural given Polish's forms
+    from "other"; a select's keys stay. A text the model loses a placeholder from gets it
+    back at its end."""
+    words = {"{__a0} in {__a1}": "{__a0} w {__a1}", "No files": "Brak plików",
+             "{__n} file": "{__n} plik", "{__n} files": "{__n} plików",
+             "He left": "On wyszedł", "They left": "Oni wyszli",
+             "The price is {__a0}": "Cena"}  # (the model lost the argument)
+    arb = {"@@locale": "en",
+           "files": "{count, plural, =0 {No files} one {# file} other {# files}} in {folder}",
+           "who": "{gender, select, male {He left} other {They left}}",
+           "price": "The price is {price, number, currency}", "broken": "{a, plural, one {x"}
+    out = json.loads(translate_document(Dictionary(words), json.dumps(arb).encode(), ".arb"))
+    assert out == {
+        "@@locale": "pl",
+        "files": "{count, plural, =0 {Brak plików} one {# plik} few {# plików} "
+                 "many {# plików} other {# plików}} w {folder}",
+        "who": "{gender, select, male {On wyszedł} other {Oni wyszli}}",
+        "price": "Cena {price, number, currency}",
+        "broken": "{A, PLURAL, ONE {X"}  # not a message: a text as any other
+
+
 def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translator, tmp_path):
     t = translator.translate(SENTENCES[:2])
     (tmp_path / "en.properties").write_text(f"# {SENTENCES[5]}\nopen={SENTENCES[0]}\n"

@@ -55,9 +55,9 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
     tags = store.get_plural_tags() if pair else None  # the target language's plural forms
     items = _array_items(store) if suffix == ".xml" else []
     texts = [t for _, sources in units for t in sources] + [t for _, t in items]
-    done = iter(job.by_line([t if _wording(t) else "" for t in texts]))
+    done = iter(_translated(texts, job))
     for unit, sources in units:
-        translated = [t if _wording(s) else s for s, t in zip(sources, done)]
+        translated = [t for _, t in zip(sources, done)]
         if unit.hasplural() or len(sources) > 1:
             unit.target = _forms(translated, tags)
         else:
@@ -66,7 +66,7 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
         from translate.storage.aresource import AndroidResourceUnit
         escaping = AndroidResourceUnit("")  # (its Android escaping, for any element)
         for (item, text), translation in zip(items, done):
-            if _wording(text):
+            if translation != text:
                 escaping.set_xml_text_value(translation, item)
     out = bytes(store)
     if suffix == ".properties" and data.isascii():
@@ -124,7 +124,6 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
     target language has, each from "other" where the source has no such form. A single root
     key that is a language code (Rails') is the file's language."""
     from ruamel.yaml import YAML
-    from translate.lang import data as languages
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 1 << 16  # lines as long as they came
@@ -151,13 +150,11 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
             elif isinstance(value, (dict, list)):
                 walk(value)
     walk(tree)
-    for (node, key, value), translation in zip(slots, job.by_line([v for _, _, v in slots])):
+    for (node, key, value), translation in zip(slots, _translated([v for _, _, v in slots], job)):
         node[key] = translation if type(value) is str else type(value)(translation)  # type: ignore[index]
     pair = job.translator.languages
     if pair:
-        tags = [*languages.plural_tags.get(pair["target"].split("-")[0].split("_")[0],
-                                           ["one", "other"]), "other"]
-        _fill_plurals(tree, tags)
+        _fill_plurals(tree, _categories(job) or [])
     out = io.BytesIO()
     yaml.dump(tree, out)
     text = out.getvalue()
@@ -182,6 +179,36 @@ def _fill_plurals(node, tags: list[str]) -> None:
     elif isinstance(node, list):
         for value in node:
             _fill_plurals(value, tags)
+
+
+def _translated(texts: list[str], job: Job) -> list[str]:
+    """Values translated line by line (those that are words; the rest as they are), an ICU
+    message's texts each apart (``documents.icu``)."""
+    from . import icu
+    plans = [icu.texts(t) if _wording(t) and icu.is_message(t) else None for t in texts]
+    leaves = [x for t, plan in zip(texts, plans) for x in (plan if plan is not None else [t])]
+    done = iter(job.by_line([x if _wording(x) else "" for x in leaves]))
+    out = []
+    for text, plan in zip(texts, plans):
+        if plan is None:
+            translation = next(done)
+            out.append(translation if _wording(text) else text)
+        else:
+            got = [next(done) for _ in plan]
+            out.append(icu.rebuild(text, [g if _wording(x) else x for x, g in zip(plan, got)],
+                                   _categories(job)))
+    return out
+
+
+def _categories(job: Job) -> list[str] | None:
+    """The target language's plural categories (CLDR's, as translate-toolkit lists them,
+    "other" last), where the model's pair is known."""
+    from translate.lang import data as languages
+    pair = job.translator.languages
+    if not pair:
+        return None
+    code = re.split(r"[-_]", pair["target"])[0]
+    return [*[t for t in languages.plural_tags.get(code, ["one"]) if t != "other"], "other"]
 
 
 def _array_items(store) -> list[tuple[object, str]]:
