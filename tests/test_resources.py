@@ -146,6 +146,57 @@ def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translato
     assert out.xpath("//data[@name='Open']/comment/text()") == [SENTENCES[5]]
 
 
+QT = """<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="{target}" sourcelanguage="en">
+<context>
+    <name>MainWindow</name>
+    <message>
+        <location filename="../main.cpp" line="10"/>
+        <source>{new}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{done}</source>
+        <translation>kept as it is</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n {new}</source>
+        <translation type="unfinished"><numerusform></numerusform><numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>{done}</source>
+        <translation type="vanished">gone</translation>
+    </message>
+</context>
+</TS>
+"""
+
+
+def test_qt_ts_files_are_filled_as_catalogs(toy_model, translator, tmp_path):
+    """A Qt Linguist file: messages without a translation get one, marked unfinished; one
+    with a translation stays (and vanished ones); a plural message gets every form; with
+    --overwrite the translated ones are translated again. A file of another target
+    language, and a TypeScript file, are refused in one line."""
+    from translate.storage import ts2
+    path = tmp_path / "app_es.ts"
+    path.write_text(QT.format(target="es", new=SENTENCES[0], done=SENTENCES[1]))
+    units = ts2.tsfile.parsestring(run(toy_model, path, tmp_path / "out.ts")).units
+    t = translator.translate([SENTENCES[0], f"%n {SENTENCES[0]}", SENTENCES[1]])
+    assert [(str(u.target), u.isfuzzy()) for u in units if not u.hasplural()] == \
+        [(t[0], True), ("kept as it is", False), ("gone", False)]
+    assert list(units[2].target.strings) == [t[1], t[1]] and units[2].isfuzzy()
+    units = ts2.tsfile.parsestring(run(toy_model, path, tmp_path / "again.ts",
+                                       "--overwrite")).units
+    assert str(units[1].target) == t[2]
+    path.write_text(QT.format(target="de", new=SENTENCES[0], done=SENTENCES[1]))
+    with pytest.raises(UserError, match="names de as its target language"):
+        translate_document(translator, path.read_bytes(), ".ts")
+    with pytest.raises(UserError, match=r"not a Qt Linguist \.ts file \(a TypeScript"):
+        translate_document(translator, b"const x: number = 1;\n", ".ts")
+
+
 def test_xml_that_is_not_android_resources_stays_markup(toy_model, translator, tmp_path):
     path = tmp_path / "in.xml"
     path.write_text(f"<doc><p>{SENTENCES[0]}</p></doc>")

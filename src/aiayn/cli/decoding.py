@@ -51,11 +51,12 @@ def add_translate_evaluate(sub) -> None:
                         ".xml, .md, .srt, .po/.pot (new translations marked fuzzy), "
                         ".xlf/.xliff (1.2, 2.0), .docx, .odt, .odp, .ods, .pptx, .xlsx, "
                         ".xlsm, .epub and .pdf (formatting kept), string resources (.json, "
-                        ".arb, .yml/.yaml, .properties, .strings, .resx, Android's .xml); "
+                        ".arb, .yml/.yaml, .properties, .strings, .resx, Android's .xml, "
+                        "Qt's .ts); "
                         "extra documents for all but text and markup")
     p.add_argument("--overwrite", action="store_true",
-                   help="with --file on a gettext catalog: translate entries that already "
-                        "have a translation too")
+                   help="with --file on a gettext catalog, an XLIFF or a Qt .ts file: "
+                        "translate entries that already have a translation too")
     p.add_argument("--format", choices=("text", "html", "xml"), default="text",
                    help="text: one sentence per line (the default); html or xml: the input is "
                         "one document whose sentences are translated whole and whose inline "

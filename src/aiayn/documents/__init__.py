@@ -140,7 +140,8 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
            ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
-           ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx")
+           ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx",
+           ".ts")
 
 
 def extension(name: str | Path) -> str:

@@ -1,18 +1,26 @@
 """Software's string resources, the files Weblate translates besides gettext catalogs, read and
 written by translate-toolkit's stores (Weblate's own library): JSON (nested keys, i18next's,
 Flutter's .arb, a WebExtension's messages.json), YAML (Rails' and others'), Java .properties,
-Apple .strings, Android's strings.xml and .NET .resx.
+Apple .strings, Android's strings.xml and .NET .resx; and Qt Linguist's .ts, which holds a
+translation beside each source as a gettext catalog does.
 
 A resource file holds one language: each string value is translated in place and the file is
 written for the model's target language, its keys, comments, numbers and structure as they
 were. A value is translated line by line, its placeholders kept by the placeholder path
 (``%1$s``, ``{count}``, ``{{name}}``, ``%{count}``); a value without a letter or of one
 code-like token (a URL, a key), and a string marked untranslatable (Android's
-``translatable="false"``), stays. A plural (Android's
+``translatable="false"``), stays. Android's string arrays, which translate-toolkit's store
+does not read as units, are translated item by item with its escaping. A plural (Android's
 ``plurals``, Rails' ``one``/``other``) gets every form the target language has, each from
-the source's form of its kind: "one" from "one", every other from "other". A file that names
-its language (Rails' root key, .arb's ``@@locale``) is refused when that is not the model's
-source language, and names the target language once translated.
+the source's form of its kind: "one" from "one", every other from "other"; an ICU message's
+branches are translated apart (``documents.icu``). A file that names its language (Rails'
+root key, .arb's ``@@locale``) is refused when that is not the model's source language, and
+names the target language once translated.
+
+A Qt .ts file is filled as a catalog is: each message without a translation gets one, marked
+"unfinished" for review (Qt's fuzzy); one that has a translation is kept unless
+``overwrite``, and vanished and obsolete ones are left; its languages are held to the
+model's pair. A plural message (``%n file(s)``) gets its translation in every form.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from . import Job, code_like
 _LETTER = re.compile(r"[^\W\d_]")
 KINDS = {".json": "JSON", ".arb": "ARB", ".yml": "YAML", ".yaml": "YAML",
          ".properties": "Java .properties", ".strings": "Apple .strings",
-         ".resx": ".NET .resx", ".xml": "Android string resources"}
+         ".resx": ".NET .resx", ".xml": "Android string resources", ".ts": "Qt Linguist .ts"}
 
 
 def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
@@ -44,13 +52,17 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
     except Exception as err:  # translate-toolkit raises its readers' errors as they come
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UserError(f"not {_a(kind)} file: {first}") from None
+    bilingual = suffix == ".ts"  # a translation beside each source, as in a catalog
     if named:
-        job.check_languages(f"the {kind} file", source=named)
+        job.check_languages(f"the {kind} file", source=named,
+                            target=store.gettargetlanguage() if bilingual else None)
     # the sources read before the target language is set (a plural's forms follow it)
     units = [(u, _texts(u.source)) for u in store.units if u.istranslatable()
-             and not u.isheader() and _texts(u.source)]
+             and not u.isheader() and _texts(u.source) and not (bilingual and (
+                 u.isobsolete() or (any(t.strip() for t in _texts(u.target))
+                                    and not job.overwrite)))]
     pair = job.translator.languages
-    if pair:
+    if pair and not (bilingual and store.gettargetlanguage()):
         store.settargetlanguage(pair["target"])
     tags = store.get_plural_tags() if pair else None  # the target language's plural forms
     items = _array_items(store) if suffix == ".xml" else []
@@ -58,10 +70,14 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
     done = iter(_translated(texts, job))
     for unit, sources in units:
         translated = [t for _, t in zip(sources, done)]
-        if unit.hasplural() or len(sources) > 1:
+        if bilingual and unit.hasplural():  # Qt: one source, "%n file(s)", for every form
+            unit.target = _forms(translated * _qt_forms(unit, store), None)
+        elif unit.hasplural() or len(sources) > 1:
             unit.target = _forms(translated, tags)
         else:
             unit.target = translated[0]
+        if bilingual:
+            unit.markfuzzy(True)  # Qt's "unfinished": for a person to review
     if items:
         from translate.storage.aresource import AndroidResourceUnit
         escaping = AndroidResourceUnit("")  # (its Android escaping, for any element)
@@ -110,6 +126,13 @@ def _parsed(data: bytes, suffix: str):
                 ).parsestring(data), None
     if suffix == ".resx":
         return resx.RESXFile.parsestring(data), None
+    if suffix == ".ts":
+        from translate.storage import ts2
+        if not re.search(rb"<TS[\s>]", data[:4096]):
+            raise UserError("not a Qt Linguist .ts file (a TypeScript source?): it has no "
+                            "<TS> root")
+        store = ts2.tsfile.parsestring(data)
+        return store, store.getsourcelanguage() or None
     return aresource.AndroidResourceFile.parsestring(data), None
 
 
@@ -209,6 +232,15 @@ def _categories(job: Job) -> list[str] | None:
         return None
     code = re.split(r"[-_]", pair["target"])[0]
     return [*[t for t in languages.plural_tags.get(code, ["one"]) if t != "other"], "other"]
+
+
+def _qt_forms(unit, store) -> int:
+    """How many forms a Qt plural message takes: as many as lupdate wrote for the file's
+    language, else as many as Qt counts for it."""
+    from translate.lang import data as languages
+    written = len(_texts(unit.target))
+    code = re.split(r"[-_]", store.gettargetlanguage() or "")[0]
+    return written or len(languages.qt_plural_tags.get(code, ["other"]))
 
 
 def _array_items(store) -> list[tuple[object, str]]:
