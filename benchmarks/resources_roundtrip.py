@@ -1,15 +1,19 @@
-"""A real Java .properties resource file translated whole and read back by Java itself: the
-same keys, every value with a letter translated, placeholders and markup kept, comments as they
-were, and BLEU against the file's own translation where one is shipped beside it.
+"""A real string resource file (Java .properties, JSON) translated whole and read back by a
+reader aiayn does not write it with: the same keys, every value with a letter translated,
+placeholders and markup kept, comments as they were, and BLEU against the file's own
+translation where one is shipped beside it.
 
     python benchmarks/resources_roundtrip.py --checkpoint RUN \\
         --source /usr/lib/libreoffice/share/wizards/resources_en_US.properties \\
         --reference /usr/lib/libreoffice/share/wizards/resources_de.properties
+    python benchmarks/resources_roundtrip.py --checkpoint RUN \\
+        --source package/locales/en.json --reference package/locales/de.json
 
-LibreOffice's wizards carry their strings in such files (``%1`` placeholders, ``<BR>`` line
-breaks, names in quotes), one per language. The source and the translation are read by
-``java.util.Properties`` (a JDK's ``java`` runs a small program from its source), a reader
-aiayn does not write them with; translate-toolkit writes them.
+LibreOffice's wizards carry their strings in .properties files (``%1`` placeholders, ``<BR>``
+line breaks, names in quotes), one per language; they are read by ``java.util.Properties`` (a
+JDK's ``java`` runs a small program from its source). Etherpad's npm package carries its
+interface's strings as translatewiki.net's JSON (``{{name}}`` placeholders, links), read by
+Python's ``json``. translate-toolkit writes both.
 """
 
 from __future__ import annotations
@@ -64,6 +68,24 @@ def read_with_java(paths: list[Path]) -> list[dict[str, str]]:
     return files
 
 
+def read_json(paths: list[Path]) -> list[dict[str, str]]:
+    """Each JSON file's strings by their key path (nested objects joined by "."), the
+    translatewiki metadata ("@metadata") left out."""
+    import json
+
+    def flat(node, prefix: str = "") -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, value in node.items():
+            if key.startswith("@"):
+                continue
+            if isinstance(value, dict):
+                out.update(flat(value, f"{prefix}{key}."))
+            elif isinstance(value, str):
+                out[prefix + key] = value
+        return out
+    return [flat(json.loads(path.read_text(encoding="utf-8"))) for path in paths]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -80,15 +102,15 @@ def main() -> None:
     print(subprocess.run(["java", "-version"], capture_output=True, text=True,
                          check=False).stderr.splitlines()[0])
     translator = aiayn.load(args.checkpoint)
-    data = args.source.read_bytes()
+    data, suffix = args.source.read_bytes(), args.source.suffix
     t0 = time.perf_counter()
-    out = translate_document(translator, data, ".properties")
+    out = translate_document(translator, data, suffix)
     seconds = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as folder:
-        translated = Path(folder) / "translated.properties"
+        translated = Path(folder) / f"translated{suffix}"
         translated.write_bytes(out)
         paths = [args.source, translated] + ([args.reference] if args.reference else [])
-        read = read_with_java(paths)
+        read = read_with_java(paths) if suffix == ".properties" else read_json(paths)
     source, target = read[0], read[1]
     words = [k for k, v in source.items() if any(c.isalpha() for c in v)]
     holding = [k for k in words if find(source[k])]
@@ -97,7 +119,8 @@ def main() -> None:
     print(f"\nfile: {args.source} ({len(source)} properties, {len(words)} with a letter, "
           f"{len(holding)} with placeholders or markup)")
     print("| check | result |\n|---|---:|")
-    print(f"| Java reads the translation | {'yes' if target else 'NO'} |")
+    reader = "Java" if suffix == ".properties" else "Python's json"
+    print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
     print(f"| values with a letter changed | {sum(source[k] != target.get(k) for k in words)}"
           f"/{len(words)} |")
@@ -105,7 +128,9 @@ def main() -> None:
           f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
     print(f"| comment lines as they were | {'yes' if comments == comments_out else 'NO'} "
           f"({len(comments)}) |")
-    print(f"| output ASCII, other letters as \\u escapes | {'yes' if out.isascii() else 'no'} |")
+    if suffix == ".properties":
+        print(f"| output ASCII, other letters as \\u escapes | "
+              f"{'yes' if out.isascii() else 'no'} |")
     if args.reference:
         reference = read[2]
         common = [k for k in words if k in reference]

@@ -104,7 +104,7 @@ def test_training_killed_at_seeded_instants_ends_as_an_uninterrupted_run(toy_dat
     run = tmp_path / "killed"
     argv = ["train", "--data", str(toy_data), "--out", str(run), *FLAGS]
     kills, tried = [], []
-    for kind, step in events(seed=12, count=14):
+    for kind, step in events(seed=12, count=10):
         current = resume_step(run)
         if kind in AT_CHECKPOINT:
             checkpoint = max(math.ceil(step / EVERY), KEEP + 1 if kind == "prune" else 1)
