@@ -99,8 +99,9 @@ def main() -> None:
     from aiayn.documents import translate_document
     from aiayn.placeholders import find, kept
     print(header(), flush=True)
-    print(subprocess.run(["java", "-version"], capture_output=True, text=True,
-                         check=False).stderr.splitlines()[0])
+    if args.source.suffix == ".properties":
+        print(subprocess.run(["java", "-version"], capture_output=True, text=True,
+                             check=False).stderr.splitlines()[0])
     translator = aiayn.load(args.checkpoint)
     data, suffix = args.source.read_bytes(), args.source.suffix
     t0 = time.perf_counter()
@@ -126,8 +127,9 @@ def main() -> None:
           f"/{len(words)} |")
     print(f"| placeholders and markup kept | "
           f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
-    print(f"| comment lines as they were | {'yes' if comments == comments_out else 'NO'} "
-          f"({len(comments)}) |")
+    if comments:
+        print(f"| comment lines as they were | {'yes' if comments == comments_out else 'NO'} "
+              f"({len(comments)}) |")
     if suffix == ".properties":
         print(f"| output ASCII, other letters as \\u escapes | "
               f"{'yes' if out.isascii() else 'no'} |")
