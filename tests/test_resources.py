@@ -134,6 +134,10 @@ def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translato
                                             f"save.file = {SENTENCES[1]}\n")
     out = run(toy_model, tmp_path / "en.properties", tmp_path / "es.properties").decode()
     assert out == f"# {SENTENCES[5]}\nopen={t[0]}\nsave.file={t[1]}\n"  # translate-toolkit's "="
+    latin = "open=Open the caf\xe9\n".encode("latin-1")  # the classic encoding, not UTF-8
+    out = translate_document(Dictionary({"Open the caf\xe9": "Otw\xf3rz kawiarni\u0119"}),
+                             latin, ".properties")  # ó in ISO-8859-1, ę beyond it escaped
+    assert out == b"open=Otw\xf3rz kawiarni\\u0119\n"
     (tmp_path / "en.strings").write_text(f'/* {SENTENCES[5]} */\n"open" = "{SENTENCES[0]}";\n')
     out = run(toy_model, tmp_path / "en.strings", tmp_path / "es.strings").decode()
     assert out == f'/* {SENTENCES[5]} */\n"open" = "{t[0]}";\n'

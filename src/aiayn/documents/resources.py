@@ -115,11 +115,13 @@ def _parsed(data: bytes, suffix: str):
             indent.group(1) else len(indent.group(1)) if indent else None
         return store, named
     if suffix == ".properties":
-        try:  # Java 9 reads UTF-8; older files are ISO-8859-1 with \u escapes
-            data.decode("ascii")
-            return properties.javafile.parsestring(data), None
+        # Java 9 reads UTF-8; the classic files are ISO-8859-1, other letters as \u escapes
+        try:
+            utf8 = not data.isascii() and bool(data.decode("utf-8"))
         except UnicodeDecodeError:
-            return properties.javautf8file.parsestring(data), None
+            utf8 = False
+        return (properties.javautf8file if utf8 else properties.javafile).parsestring(data), \
+            None
     if suffix == ".strings":
         utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
         return (properties.stringsfile if utf16 else properties.stringsutf8file
