@@ -1,4 +1,4 @@
-"""A real string resource file (Java .properties, JSON) translated whole and read back by a
+"""A real string resource file (Java .properties, JSON, YAML) translated whole and read back by a
 reader aiayn does not write it with: the same keys, every value with a letter translated,
 placeholders and markup kept, comments as they were, and BLEU against the file's own
 translation where one is shipped beside it.
@@ -13,7 +13,9 @@ LibreOffice's wizards carry their strings in .properties files (``%1`` placehold
 line breaks, names in quotes), one per language; they are read by ``java.util.Properties`` (a
 JDK's ``java`` runs a small program from its source). Etherpad's npm package carries its
 interface's strings as translatewiki.net's JSON (``{{name}}`` placeholders, links), read by
-Python's ``json``. translate-toolkit writes both.
+Python's ``json``. Rails' own English strings (Debian's ruby-activesupport and
+ruby-actionview, ``lib/*/locale/en.yml``: ``%{count}`` placeholders, plurals, date formats,
+settings) are read by PyYAML. translate-toolkit writes the first two, ruamel.yaml the third.
 """
 
 from __future__ import annotations
@@ -86,6 +88,29 @@ def read_json(paths: list[Path]) -> list[dict[str, str]]:
     return [flat(json.loads(path.read_text(encoding="utf-8"))) for path in paths]
 
 
+def read_yaml(paths: list[Path]) -> list[dict[str, object]]:
+    """Each YAML file's values by their key path, as PyYAML reads them (numbers, truth
+    values and nothing as such), under a single root key that names a language (Rails')."""
+    import yaml
+
+    def flat(node, prefix: str = "") -> dict[str, object]:
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        out: dict[str, object] = {}
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+    read = []
+    for path in paths:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if len(tree) == 1 and isinstance(next(iter(tree.values())), dict):
+            tree = next(iter(tree.values()))
+        read.append(flat(tree))
+    return read
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -111,20 +136,28 @@ def main() -> None:
         translated = Path(folder) / f"translated{suffix}"
         translated.write_bytes(out)
         paths = [args.source, translated] + ([args.reference] if args.reference else [])
-        read = read_with_java(paths) if suffix == ".properties" else read_json(paths)
+        read = read_with_java(paths) if suffix == ".properties" else \
+            read_yaml(paths) if suffix in (".yml", ".yaml") else read_json(paths)
     source, target = read[0], read[1]
-    words = [k for k, v in source.items() if any(c.isalpha() for c in v)]
+    words = [k for k, v in source.items() if isinstance(v, str) and any(c.isalpha() for c in v)]
+    others = [k for k, v in source.items() if not isinstance(v, str)]
     holding = [k for k in words if find(source[k])]
-    comments = [line for line in data.decode("latin-1").splitlines() if line.startswith("#")]
-    comments_out = [line for line in out.decode("latin-1").splitlines() if line.startswith("#")]
+    comments = [line for line in data.decode("latin-1").splitlines()
+                if line.lstrip().startswith("#")]
+    comments_out = [line for line in out.decode("latin-1").splitlines()
+                    if line.lstrip().startswith("#")]
     print(f"\nfile: {args.source} ({len(source)} properties, {len(words)} with a letter, "
           f"{len(holding)} with placeholders or markup)")
     print("| check | result |\n|---|---:|")
-    reader = "Java" if suffix == ".properties" else "Python's json"
+    reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML"}.get(
+        suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
     print(f"| values with a letter changed | {sum(source[k] != target.get(k) for k in words)}"
           f"/{len(words)} |")
+    if others:
+        print(f"| other values (numbers, truth values, nothing) as they were | "
+              f"{sum(source[k] == target.get(k) for k in others)}/{len(others)} |")
     print(f"| placeholders and markup kept | "
           f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
     if comments:

@@ -63,15 +63,20 @@ def test_rails_yaml_keeps_comments_quoting_and_numbers_and_names_the_target(
         toy_model, translator, tmp_path):
     source = (f"# {SENTENCES[5]}\nen:\n  greeting: \"{SENTENCES[0]}\"\n  files:\n"
               f"    one: {SENTENCES[1]}\n    other: {SENTENCES[2]}\n  count: 3\n"
-              f"  enabled: true\n  code: 'AB-12'\n")
+              f"  enabled: true\n  code: 'AB-12'\n  names: [~, {SENTENCES[3]}]\n"
+              f"  long: \"%B %d, %Y\"\n  round_mode: default\n  order:\n    - year\n")
     path = tmp_path / "en.yml"
     path.write_text(source)
     out = run(toy_model, path, tmp_path / "es.yml").decode()
-    t = translator.translate(SENTENCES[:3])
+    t = translator.translate(SENTENCES[:4])
     forms = {"one": t[1], "many": t[2], "other": t[2]}  # Spanish's "many", as CLDR counts
+    # a date format, a setting's plain lower-case word and nothing stay as written
     assert yaml.safe_load(out) == {"es": {"greeting": t[0], "files": forms, "count": 3,
-                                          "enabled": True, "code": "AB-12"}}
+                                          "enabled": True, "code": "AB-12",
+                                          "names": [None, t[3]], "long": "%B %d, %Y",
+                                          "round_mode": "default", "order": ["year"]}}
     assert out.startswith(f"# {SENTENCES[5]}\nes:\n") and f'greeting: "{t[0]}"' in out
+    assert f"names: [~, {t[3]}]" in out and "  order:\n    - year\n" in out
 
 
 def test_plurals_get_the_target_language_s_forms():

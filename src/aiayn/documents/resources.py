@@ -152,6 +152,12 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 1 << 16  # lines as long as they came
+    offset = _sequence_offset(data)
+    if offset:  # a list's dashes indented under their key, as Rails writes them
+        yaml.indent(mapping=2, sequence=offset + 2, offset=offset)
+    if re.search(rb"[\s\[,:-]~\s*[,\]\r\n]", data):  # nothing written "~", as it came
+        yaml.representer.add_representer(type(None), lambda representer, _: (
+            representer.represent_scalar("tag:yaml.org,2002:null", "~")))
     try:
         tree = yaml.load(data)
     except Exception as err:  # ruamel raises its scanner's and parser's errors alike
@@ -170,7 +176,11 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
         items = list(node.items()) if isinstance(node, dict) else \
             list(enumerate(node)) if isinstance(node, list) else []
         for key, value in items:
-            if isinstance(value, str) and _wording(value):
+            # a plain lower-case word is a setting's value, as Rails' "round_mode: default"
+            # and the date order's "- year" are, which Rails reads as names; text is quoted
+            # or capitalized ("Thousand", "Sunday")
+            if isinstance(value, str) and _wording(value) and not (
+                    type(value) is str and re.fullmatch(r"[a-z_]+", value)):
                 slots.append((node, key, value))
             elif isinstance(value, (dict, list)):
                 walk(value)
@@ -188,6 +198,15 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
                       lambda m: m.group(0).replace(named.encode(), pair["target"].encode()),
                       text, count=1, flags=re.MULTILINE)
     return text
+
+
+def _sequence_offset(data: bytes) -> int:
+    """How far a YAML file indents a block list's dashes under their key (0 or 2, say)."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    for before, line in zip(lines, lines[1:]):
+        if line.lstrip().startswith("- ") and before.rstrip().endswith(":"):
+            return max(0, (len(line) - len(line.lstrip())) - (len(before) - len(before.lstrip())))
+    return 0
 
 
 def _fill_plurals(node, tags: list[str]) -> None:
@@ -256,9 +275,11 @@ def _array_items(store) -> list[tuple[object, str]]:
 
 
 def _wording(text: str) -> bool:
-    """Whether a value is words to translate: it has a letter and is not one code-like token
-    (a URL, an address, a key: ``documents.code_like``)."""
-    return _LETTER.search(text) is not None and not code_like(text)
+    """Whether a value is words to translate: it has a letter besides its placeholders (a
+    date format, "%B %d, %Y", has none) and is not one code-like token (a URL, an address,
+    a key: ``documents.code_like``)."""
+    from ..placeholders import PATTERN
+    return _LETTER.search(PATTERN.sub("", text)) is not None and not code_like(text)
 
 
 def _a(kind: str) -> str:
