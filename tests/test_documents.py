@@ -1463,7 +1463,7 @@ def test_excel_table_columns_translated_alike_are_numbered_as_excel_numbers_them
 
 
 def test_structured_references_are_renamed_where_they_name_a_renamed_column():
-    from aiayn.documents.cell_copies import rename_columns
+    from aiayn.documents.formulas import rename_columns
     renamed = {"Sales": {"Amount": "Betrag", "Unit price": "Stückpreis", "Qty #": "Menge [St]"}}
     for formula, want in [
             ("SUM(Sales[Amount])", "SUM(Sales[Betrag])"),

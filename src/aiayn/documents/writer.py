@@ -323,7 +323,7 @@ def _copies_follow(document, cells: dict[str, str]) -> None:
     it names a sheet or a named range, and so is a filter's value."""
     from odf import table
 
-    from .cell_copies import follow_literals
+    from .formulas import follow_literals
     if not cells:
         return
     for pilot in document.spreadsheet.getElementsByType(table.DataPilotTable):
