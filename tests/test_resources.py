@@ -206,6 +206,38 @@ def test_qt_ts_files_are_filled_as_catalogs(toy_model, translator, tmp_path):
         translate_document(translator, b"const x: number = 1;\n", ".ts")
 
 
+def test_xcode_string_catalogs_get_the_target_language_beside_the_others():
+    """An .xcstrings catalog: a string without the target language gets it, marked
+    needs_review, from its source localization or its key, plural variations given Polish's
+    categories; one marked shouldTranslate false and the other languages stay."""
+    catalog = {"sourceLanguage": "en", "version": "1.0", "strings": {
+        "Open the file %@": {"comment": "A button", "localizations": {"fr": {"stringUnit": {
+            "state": "translated", "value": "Ouvrir le fichier %@"}}}},
+        "files": {"localizations": {"en": {"variations": {"plural": {
+            "one": {"stringUnit": {"state": "translated", "value": "%lld file"}},
+            "other": {"stringUnit": {"state": "translated", "value": "%lld files"}}}}}}},
+        "API_KEY": {"shouldTranslate": False}}}
+    words = {"Open the file %@": "Otwórz plik %@", "%lld file": "%lld plik",
+             "%lld files": "%lld plików"}
+    out = translate_document(Dictionary(words), json.dumps(catalog).encode(), ".xcstrings")
+    assert out.decode().startswith('{\n  "sourceLanguage" : "en",\n  "strings" : {')
+    read = json.loads(out)["strings"]
+    review = {"state": "needs_review"}
+    assert read["Open the file %@"]["localizations"] == {
+        "fr": catalog["strings"]["Open the file %@"]["localizations"]["fr"],
+        "pl": {"stringUnit": {**review, "value": "Otwórz plik %@"}}}
+    plural = read["files"]["localizations"]["pl"]["variations"]["plural"]
+    assert {k: v["stringUnit"]["value"] for k, v in plural.items()} == {
+        "one": "%lld plik", "few": "%lld plików", "many": "%lld plików", "other": "%lld plików"}
+    assert read["API_KEY"] == {"shouldTranslate": False}
+    unnamed = Dictionary(words)
+    unnamed.languages = None
+    with pytest.raises(UserError, match="this model names no target language"):
+        translate_document(unnamed, json.dumps(catalog).encode(), ".xcstrings")
+    with pytest.raises(UserError, match='not an Xcode string catalog .*no "strings" object'):
+        translate_document(Dictionary(words), b'{"version": "1.0"}', ".xcstrings")
+
+
 def test_xml_that_is_not_android_resources_stays_markup(toy_model, translator, tmp_path):
     path = tmp_path / "in.xml"
     path.write_text(f"<doc><p>{SENTENCES[0]}</p></doc>")

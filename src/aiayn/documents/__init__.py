@@ -114,6 +114,7 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
         text,
         word,
         writer,
+        xcstrings,
         xliff,
     )
 
@@ -135,13 +136,14 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".xlsx": sheets.translate_xlsx,
             ".xlsm": lambda data, job: sheets.translate_xlsx(data, job, ".xlsm"),
             ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff,
+            ".xcstrings": xcstrings.translate_xcstrings,
             **{suffix: resource(suffix) for suffix in resources.KINDS if suffix != ".xml"}}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
            ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
            ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx",
-           ".ts")
+           ".ts", ".xcstrings")
 
 
 def extension(name: str | Path) -> str:

@@ -67,7 +67,7 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
     tags = store.get_plural_tags() if pair else None  # the target language's plural forms
     items = _array_items(store) if suffix == ".xml" else []
     texts = [t for _, sources in units for t in sources] + [t for _, t in items]
-    done = iter(_translated(texts, job))
+    done = iter(translated_values(texts, job))
     for unit, sources in units:
         translated = [t for _, t in zip(sources, done)]
         if bilingual and unit.hasplural():  # Qt: one source, "%n file(s)", for every form
@@ -185,11 +185,12 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
             elif isinstance(value, (dict, list)):
                 walk(value)
     walk(tree)
-    for (node, key, value), translation in zip(slots, _translated([v for _, _, v in slots], job)):
+    translations = translated_values([v for _, _, v in slots], job)
+    for (node, key, value), translation in zip(slots, translations):
         node[key] = translation if type(value) is str else type(value)(translation)  # type: ignore[index]
     pair = job.translator.languages
     if pair:
-        _fill_plurals(tree, _categories(job) or [])
+        _fill_plurals(tree, plural_categories(job) or [])
     out = io.BytesIO()
     yaml.dump(tree, out)
     text = out.getvalue()
@@ -225,7 +226,7 @@ def _fill_plurals(node, tags: list[str]) -> None:
             _fill_plurals(value, tags)
 
 
-def _translated(texts: list[str], job: Job) -> list[str]:
+def translated_values(texts: list[str], job: Job) -> list[str]:
     """Values translated line by line (those that are words; the rest as they are), an ICU
     message's texts each apart (``documents.icu``)."""
     from . import icu
@@ -240,11 +241,11 @@ def _translated(texts: list[str], job: Job) -> list[str]:
         else:
             got = [next(done) for _ in plan]
             out.append(icu.rebuild(text, [g if _wording(x) else x for x, g in zip(plan, got)],
-                                   _categories(job)))
+                                   plural_categories(job)))
     return out
 
 
-def _categories(job: Job) -> list[str] | None:
+def plural_categories(job: Job) -> list[str] | None:
     """The target language's plural categories (CLDR's, as translate-toolkit lists them,
     "other" last), where the model's pair is known."""
     from translate.lang import data as languages
