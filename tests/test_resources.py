@@ -238,6 +238,25 @@ def test_xcode_string_catalogs_get_the_target_language_beside_the_others():
         translate_document(Dictionary(words), b'{"version": "1.0"}', ".xcstrings")
 
 
+def test_stringsdict_plural_rules_get_the_target_language_s_forms():
+    """A .stringsdict property list: each plural rule's forms translated, Polish's "few" and
+    "many" added from "other", the format key's words translated around its variable, the
+    rule's settings as they were; Python's plistlib reads it back."""
+    import plistlib
+    rules = {"NSStringFormatSpecTypeKey": "NSStringPluralRuleType",
+             "NSStringFormatValueTypeKey": "d", "one": "%d file", "other": "%d files"}
+    source = plistlib.dumps({"files": {"NSStringLocalizedFormatKey": "You have %#@n@",
+                                       "n": rules}})
+    words = {"%d file": "%d plik", "%d files": "%d plików", "You have %#@n@": "Masz %#@n@"}
+    out = plistlib.loads(translate_document(Dictionary(words), source, ".stringsdict"))
+    assert out == {"files": {"NSStringLocalizedFormatKey": "Masz %#@n@", "n": {
+        "NSStringFormatSpecTypeKey": "NSStringPluralRuleType",
+        "NSStringFormatValueTypeKey": "d", "one": "%d plik", "few": "%d plików",
+        "many": "%d plików", "other": "%d plików"}}}
+    with pytest.raises(UserError, match="not a .stringsdict property list: "):
+        translate_document(Dictionary(words), b"<plist><dict><key>a", ".stringsdict")
+
+
 def test_xml_that_is_not_android_resources_stays_markup(toy_model, translator, tmp_path):
     path = tmp_path / "in.xml"
     path.write_text(f"<doc><p>{SENTENCES[0]}</p></doc>")

@@ -1,14 +1,14 @@
 """Placeholders of software strings, kept through translation.
 
 Localisation strings carry placeholders that a translation must keep exactly: printf's ``%s``,
-``%1$d``, ``%qs`` and ``%(name)s`` (and Apple's ``%@``), strftime's ``%H``, Qt's ``%1``,
-``{0}`` and ``{name}``, ``${name}``, Rails' ``%{name}``, i18next's and Mustache's
-``{{name}}``, markup ``<b>`` ... ``</b>`` and entities ``&amp;``. With placeholder protection
-(``aiayn prepare --placeholders``) each one is replaced, in both languages, by a sentinel
-``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one piece of
-the vocabulary; the model learns to move sentinels, never to spell them. Translating masks the
-source the same way and puts the source's own placeholders back in place of the sentinels of
-the output (``restore``), repairing an output that dropped one (in place of a stray
+``%1$d``, ``%qs`` and ``%(name)s`` (and Apple's ``%@`` and ``%#@name@``), strftime's ``%H``,
+Qt's ``%1``, ``{0}`` and ``{name}``, ``${name}``, Rails' ``%{name}``, i18next's and
+Mustache's ``{{name}}``, markup ``<b>`` ... ``</b>`` and entities ``&amp;``. With placeholder
+protection (``aiayn prepare --placeholders``) each one is replaced, in both languages, by a
+sentinel ``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one
+piece of the vocabulary; the model learns to move sentinels, never to spell them. Translating
+masks the source the same way and puts the source's own placeholders back in place of the
+sentinels of the output (``restore``), repairing an output that dropped one (in place of a stray
 placeholder of its kind, else appended at the end) or repeated one (dropped).
 """
 
@@ -19,7 +19,8 @@ from collections import Counter
 from typing import Callable
 
 PATTERN = re.compile(r"""
-    %(?:\d+\$)?[-+\#0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn@]
+    %(?:\d+\$)?\#@[A-Za-z_][A-Za-z0-9_]*@
+  | %(?:\d+\$)?[-+\#0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn@]
   | %\([A-Za-z_][A-Za-z0-9_]*\)[-+\#0]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]
   | %[-_0^\#]?[aAbBCDeFgGhHIjklmMrRSTuUVwWxXyYzZ]
   | %\d+

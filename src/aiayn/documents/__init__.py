@@ -103,6 +103,7 @@ class Job:
 
 def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
     from . import (
+        apple,
         epub,
         gettext,
         markdown,
@@ -114,7 +115,6 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
         text,
         word,
         writer,
-        xcstrings,
         xliff,
     )
 
@@ -136,14 +136,14 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".xlsx": sheets.translate_xlsx,
             ".xlsm": lambda data, job: sheets.translate_xlsx(data, job, ".xlsm"),
             ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff,
-            ".xcstrings": xcstrings.translate_xcstrings,
+            ".xcstrings": apple.translate_xcstrings, ".stringsdict": apple.translate_stringsdict,
             **{suffix: resource(suffix) for suffix in resources.KINDS if suffix != ".xml"}}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
            ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
            ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx",
-           ".ts", ".xcstrings")
+           ".ts", ".xcstrings", ".stringsdict")
 
 
 def extension(name: str | Path) -> str:

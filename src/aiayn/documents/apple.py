@@ -1,5 +1,8 @@
-"""Xcode's string catalogs (.xcstrings): a JSON file of every language an app's strings are in,
-each string's localizations side by side, as a gettext catalog holds its translations.
+"""Apple's string files beyond .strings (which ``aiayn.documents.resources`` reads): Xcode's
+string catalogs (.xcstrings) and plural dictionaries (.stringsdict).
+
+An .xcstrings file is JSON of every language an app's strings are in, each string's
+localizations side by side, as a gettext catalog holds its translations.
 
 Each string without a localization in the model's target language gets one, its state
 "needs_review" (Xcode's fuzzy), built like the source's: its text, or its plural and device
@@ -7,12 +10,17 @@ variations, each translated (a plural given the target language's categories, fr
 The source text is the source language's localization where there is one, else the string's
 key. A string marked ``shouldTranslate: false``, and one the target language has, stay (unless
 ``overwrite``). The file is written as Xcode writes it: keys sorted, two spaces, ``" : "``.
+
+A .stringsdict file (a property list, read and written by Python's ``plistlib``) holds one
+language: each plural rule's forms are translated and given the target language's categories
+(from "other"), and a format key's words around its ``%#@name@`` variables too.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import plistlib
 
 from ..errors import UserError
 from . import Job
@@ -81,3 +89,39 @@ def _fill_plurals(node, tags: list[str]) -> None:
     for variation in variations.values() if isinstance(variations, dict) else []:
         for case in (variation or {}).values() if isinstance(variation, dict) else []:
             _fill_plurals(case, tags)
+
+
+_PLURALS = ("zero", "one", "two", "few", "many", "other")
+
+
+def translate_stringsdict(data: bytes, job: Job) -> bytes:
+    """A .stringsdict file translated: its plural rules' forms and its format keys' words."""
+    from .resources import plural_categories, translated_values
+    try:
+        tree = plistlib.loads(data)
+    except Exception as err:  # noqa: BLE001 (plistlib's own errors, and expat's, as they come)
+        raise UserError(f"not a .stringsdict property list: {err}") from None
+    if not isinstance(tree, dict):
+        raise UserError("not a .stringsdict property list: its top level is not a dictionary")
+    slots: list[tuple[dict, str]] = []  # (dictionary, key) of each text to translate
+    rules: list[dict] = []
+    for entry in tree.values():
+        if not isinstance(entry, dict):
+            continue
+        if isinstance(entry.get("NSStringLocalizedFormatKey"), str):
+            slots.append((entry, "NSStringLocalizedFormatKey"))
+        for rule in entry.values():
+            if isinstance(rule, dict) and rule.get("NSStringFormatSpecTypeKey") == \
+                    "NSStringPluralRuleType":
+                rules.append(rule)
+                slots += [(rule, k) for k in _PLURALS if isinstance(rule.get(k), str)]
+    done = translated_values([node[key] for node, key in slots], job)
+    for (node, key), translation in zip(slots, done):
+        node[key] = translation
+    for rule in rules:
+        for tag in plural_categories(job) or []:
+            if tag not in rule and "other" in rule:
+                rule[tag] = rule["other"]
+    binary = data.startswith(b"bplist")
+    return plistlib.dumps(tree, fmt=plistlib.FMT_BINARY if binary else plistlib.FMT_XML,
+                          sort_keys=False)
