@@ -1019,6 +1019,9 @@ def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
     count = f'of:=COUNTIF([.A1:.A2];"{SENTENCES[1]}")&"Sheet1"'
     row, cell = TableRow(), TableCell(valuetype="float", value="1", formula=count)
     row.addElement(cell)
+    looked_up = TableCell(valuetype="string", stringvalue=SENTENCES[1], formula="of:=[.A2]")
+    looked_up.addElement(P(text=SENTENCES[1]))  # its last result: A2's text
+    row.addElement(looked_up)
     sheet.addElement(row)
     ranges = DatabaseRanges()
     found = DatabaseRange(name="Rows", targetrangeaddress="Sheet1.A1:Sheet1.A2")
@@ -1059,7 +1062,11 @@ def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
     assert named == {"Cells": tuple(t), "Database": tuple(SENTENCES[:2])}
     # what a formula counts and a validity's list are cells' text; a sheet's name is not
     assert [c.getAttribute("formula") for c in out.getElementsByType(TableCell)
-            if c.getAttribute("formula")] == [f'of:=COUNTIF([.A1:.A2];"{t[1]}")&"Sheet1"']
+            if c.getAttribute("formula")] == [f'of:=COUNTIF([.A1:.A2];"{t[1]}")&"Sheet1"',
+                                              "of:=[.A2]"]
+    from odf import teletype
+    result = [c for c in out.getElementsByType(TableCell) if c.getAttribute("formula")][1]
+    assert (result.getAttribute("stringvalue"), teletype.extractText(result)) == (t[1], t[1])
     assert [v.getAttribute("condition") for v in out.getElementsByType(ContentValidation)] \
         == [f'of:cell-content-is-in-list("{t[1]}";"SKU-1")']
     assert [c.getAttribute("value") for c in out.getElementsByType(FilterCondition)] == [t[1]]
@@ -1323,6 +1330,7 @@ def table_workbook(headers: list[str], item: str, caption: str) -> bytes:
     sheet["D3"] = f'=COUNTIF(A2:A3,"{item}")+COUNTIF(A2:A3,"{caption} x")'
     sheet["E1"] = '=INDIRECT("Orders"&"!B2")'  # a sheet's name, not a cell's text
     sheet["E2"] = "Orders"
+    sheet["E3"] = "=A2"  # its last result, written below as Excel writes it: A2's text
     sheet["F1"] = caption
     from openpyxl.formatting.rule import Rule
     from openpyxl.worksheet.datavalidation import DataValidation
@@ -1387,6 +1395,10 @@ def table_workbook(headers: list[str], item: str, caption: str) -> bytes:
                     ("pivotTables/pivotTable1", "pivotTable"))))):
         end = "</Types>" if part.startswith("[") else "</Relationships>"
         members[part] = members[part].decode().replace(end, line + end).encode()
+    members["xl/worksheets/sheet1.xml"] = re.sub(
+        r'<c r="E3"><f>A2</f><v\s*/?>(?:</v>)?</c>',
+        f'<c r="E3" t="str"><f>A2</f><v>{item}</v></c>',
+        members["xl/worksheets/sheet1.xml"].decode()).encode()
     workbook = members["xl/workbook.xml"].decode()
     members["xl/workbook.xml"] = re.sub(
         r"(<calcPr[^>]*/>)", rf'\1<pivotCaches><pivotCache xmlns:r="{relations}" cacheId="1" '
@@ -1404,7 +1416,8 @@ def test_excel_tables_formulas_pivot_tables_and_filters_follow_their_cells(
     headers, item, caption = [SENTENCES[0], SENTENCES[3]], SENTENCES[1], SENTENCES[2]
     path = tmp_path / "in.xlsx"
     path.write_bytes(table_workbook(headers, item, caption))
-    book = openpyxl.load_workbook(io.BytesIO(run(toy_model, path, tmp_path / "out.xlsx")))
+    data = run(toy_model, path, tmp_path / "out.xlsx")
+    book = openpyxl.load_workbook(io.BytesIO(data))
     h0, h1, t_item, t_caption = translator.translate([*headers, item, caption])
     sheet = book["Orders"]
     assert [sheet["A1"].value, sheet["B1"].value, sheet["A2"].value] == [h0, h1, t_item]
@@ -1416,6 +1429,8 @@ def test_excel_tables_formulas_pivot_tables_and_filters_follow_their_cells(
     # what a formula counts, a list of allowed values, what a format looks for: cells' text
     assert sheet["D3"].value == f'=COUNTIF(A2:A3,"{t_item}")+COUNTIF(A2:A3,"{caption} x")'
     assert sheet["E1"].value == '=INDIRECT("Orders"&"!B2")'
+    shown = openpyxl.load_workbook(io.BytesIO(data), data_only=True)["Orders"]
+    assert shown["E3"].value == t_item  # a formula's last result, as the cell it shows
     assert [c.formula1 for c in sheet.data_validations.dataValidation] == [f'"{t_item}, SKU-1"']
     rule = next(iter(sheet.conditional_formatting)).rules[0]
     assert (rule.text, rule.formula) == (t_item, [f'NOT(ISERROR(SEARCH("{t_item}",A2)))'])

@@ -19,10 +19,11 @@ formula that no longer finds its column.
   translation, and the cache is marked to be read again from its cells when Excel opens it.
   A cache over another source (a database, another workbook) is left as it is.
 - A chart keeps a copy of the text of the cells it plots (categories, series' names), a
-  filter the values it shows, a formula the texts it compares cells with or looks up
-  (``COUNTIF(C2:C9,"Open")``), a data validation's list the values a cell may take, a
-  conditional format the text it looks for: each takes its cell's translation. A quoted
-  text that names a sheet or a defined name stays (sheets keep their names).
+  formula its last result (a lookup's, ``=A1``'s), a filter the values it shows, a formula
+  the texts it compares cells with or looks up (``COUNTIF(C2:C9,"Open")``), a data
+  validation's list the values a cell may take, a conditional format the text it looks
+  for: each takes its cell's translation. A quoted text that names a sheet or a defined
+  name stays (sheets keep their names).
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ def follow(archive: zipfile.ZipFile, roots: dict, cells: dict[str, str], parse) 
         elif kind in ("sheet", "table"):
             filters = (f for tag in ("filter", "customFilter") for f in root.iter(f"{_S}{tag}"))
             if _follow_values(filters, "val", cells=cells):
+                changed.add(name)
+            # a formula's last text result that is a cell's text (a lookup, "=A1"), for
+            # readers that show it without computing (Excel computes it again on opening)
+            results = (c.find(f"{_S}v") for c in root.iter(f"{_S}c")
+                       if c.get("t") == "str" and c.find(f"{_S}f") is not None)
+            if _follow_text((v for v in results if v is not None), cells):
                 changed.add(name)
     return changed
 

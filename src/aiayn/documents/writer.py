@@ -320,7 +320,8 @@ def _copies_follow(document, cells: dict[str, str]) -> None:
     it is refreshed (LibreOffice empties a table whose fields it cannot find); one over a
     database is left alone. A formula's quoted text that is a cell's text (what it counts,
     compares or looks up, a validity's list of values) is translated as the cell is, unless
-    it names a sheet or a named range, and so is a filter's value."""
+    it names a sheet or a named range, and so are a filter's value and a formula's last
+    result that is a cell's text."""
     from odf import table
 
     from .formulas import follow_literals
@@ -347,6 +348,24 @@ def _copies_follow(document, cells: dict[str, str]) -> None:
         value = node.attributes.get((_TABLE_NS, "value"))  # a filter's value: a cell's text
         if getattr(node, "qname", None) == (_TABLE_NS, "filter-condition") and value in cells:
             node.attributes[(_TABLE_NS, "value")] = cells[value]
+        if getattr(node, "qname", None) in _CELLS and (_TABLE_NS, "formula") in node.attributes:
+            _shown_result_follows(node, cells)
+
+
+def _shown_result_follows(cell, cells: dict[str, str]) -> None:
+    """A formula's last result, where it is a translated cell's text (a lookup, ``=A1``, an
+    ``IF`` that picks a cell), shown as that cell is now: OpenDocument has no flag that asks
+    for the formulas to be computed again on opening, as Excel's ``fullCalcOnLoad`` does."""
+    from odf import teletype
+    from odf.element import Text
+    result = cell.attributes.get((_OFFICE_NS, "string-value"))
+    if result in cells:
+        cell.attributes[(_OFFICE_NS, "string-value")] = cells[result]
+    for paragraph in (c for c in cell.childNodes if getattr(c, "qname", None) == (_TEXT_NS, "p")):
+        said = teletype.extractText(paragraph)
+        texts = [c for c in paragraph.childNodes if isinstance(c, Text)]
+        if said in cells and len(texts) == len(paragraph.childNodes) == 1:
+            texts[0].data = cells[said]
 
 
 def _descendants(node):
