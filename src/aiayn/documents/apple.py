@@ -24,11 +24,11 @@ import plistlib
 
 from ..errors import UserError
 from . import Job
+from .resources import fill_from_other, plural_categories, translated_values
 
 
 def translate_xcstrings(data: bytes, job: Job) -> bytes:
     """An Xcode string catalog translated into the model's target language."""
-    from .resources import plural_categories, translated_values
     try:
         catalog = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -59,8 +59,9 @@ def translate_xcstrings(data: bytes, job: Job) -> bytes:
     done = translated_values([text for _, _, text in todo], job)
     for (_, unit, _), translation in zip(todo, done):
         unit["value"], unit["state"] = translation, "needs_review"
+    tags = plural_categories(job) or []
     for made in {id(m): m for m, _, _ in todo}.values():
-        _fill_plurals(made, plural_categories(job) or [])
+        _fill_plurals(made, tags)
     return (json.dumps(catalog, indent=2, separators=(",", " : "), sort_keys=True,
                        ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -83,9 +84,8 @@ def _fill_plurals(node, tags: list[str]) -> None:
         return
     variations = node.get("variations") or {}
     plural = variations.get("plural") if isinstance(variations, dict) else None
-    if isinstance(plural, dict) and "other" in plural:
-        for tag in tags:
-            plural.setdefault(tag, copy.deepcopy(plural["other"]))
+    if isinstance(plural, dict):
+        fill_from_other(plural, tags)
     for variation in variations.values() if isinstance(variations, dict) else []:
         for case in (variation or {}).values() if isinstance(variation, dict) else []:
             _fill_plurals(case, tags)
@@ -96,7 +96,6 @@ _PLURALS = ("zero", "one", "two", "few", "many", "other")
 
 def translate_stringsdict(data: bytes, job: Job) -> bytes:
     """A .stringsdict file translated: its plural rules' forms and its format keys' words."""
-    from .resources import plural_categories, translated_values
     try:
         tree = plistlib.loads(data)
     except Exception as err:  # noqa: BLE001 (plistlib's own errors, and expat's, as they come)
@@ -118,10 +117,9 @@ def translate_stringsdict(data: bytes, job: Job) -> bytes:
     done = translated_values([node[key] for node, key in slots], job)
     for (node, key), translation in zip(slots, done):
         node[key] = translation
+    tags = plural_categories(job) or []
     for rule in rules:
-        for tag in plural_categories(job) or []:
-            if tag not in rule and "other" in rule:
-                rule[tag] = rule["other"]
+        fill_from_other(rule, tags)
     binary = data.startswith(b"bplist")
     return plistlib.dumps(tree, fmt=plistlib.FMT_BINARY if binary else plistlib.FMT_XML,
                           sort_keys=False)

@@ -70,10 +70,9 @@ def follow(archive: zipfile.ZipFile, roots: dict, cells: dict[str, str], parse) 
         if kind == "pivot cache" and _follow_cache(root, cells, renamed):
             worksheet_caches.add(name)
             changed.add(name)
-            records = [roots[r] for r in related.of(name).values() if r in roots]
-            for _, records_root in records:
-                if _follow_values(records_root.iter(f"{_S}s"), "v", cells=cells):
-                    changed.update(r for r in related.of(name).values() if r in roots)
+            for records in (r for r in related.of(name).values() if r in roots):
+                if _follow_values(roots[records][1].iter(f"{_S}s"), "v", cells=cells):
+                    changed.add(records)
     for name, (kind, root) in roots.items():
         if kind == "pivot table" and set(related.of(name).values()) & worksheet_caches:
             for element in root.iter():

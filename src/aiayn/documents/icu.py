@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 _ARGUMENT = re.compile(r"\{\s*[\w-]+\s*,\s*(?:plural|select|selectordinal|number|date|time)\b")
 _BRANCHING = ("plural", "select", "selectordinal")
 _TOKEN = re.compile(r"\{__(?:a\d+|n)\}")
+_OFFSET = re.compile(r"\s*(?:offset:\s*\d+\s*)?")  # (always matches)
+_KEY = re.compile(r"\s*(=?[\w-]+)\s*\{")
 
 
 def is_message(text: str) -> bool:
@@ -94,33 +96,22 @@ def _message(text: str, at: int, in_plural: bool) -> tuple[_Message, int]:
 def _argument(text: str, start: int) -> tuple[_Argument, int]:
     """The argument opened at ``start``: as written, or with its branches parsed."""
     at, depth = start + 1, 1
-    head_end = None
-    while at < len(text) and depth:  # where the head ends: at its first inner "{"
-        if text[at] == "{":
-            head_end = head_end if head_end is not None else at
-            depth += 1
-        elif text[at] == "}":
-            depth -= 1
+    while at < len(text) and depth:
+        depth += (text[at] == "{") - (text[at] == "}")
         at += 1
     if depth:
         raise ValueError("an unclosed {")
-    raw = text[start:at]
-    pieces = [p.strip() for p in raw[1:-1].split(",", 2)]
-    if len(pieces) < 3 or pieces[1] not in _BRANCHING:
+    raw, end = text[start:at], at - 1  # (end: its closing brace)
+    pieces = raw[1:-1].split(",", 2)
+    if len(pieces) < 3 or pieces[1].strip() not in _BRANCHING:
         return _Argument(raw), at
     # name, kind, then (offset:N)? (key {message})+
-    body_start = start + 1 + len(raw[1:-1].split(",", 2)[0]) + 1 + \
-        len(raw[1:-1].split(",", 2)[1]) + 1
-    argument = _Argument(raw, kind=pieces[1])
-    at = body_start
-    end = start + len(raw) - 1
-    keys = re.compile(r"\s*(offset:\s*\d+\s*)?")
-    found = keys.match(text, at)
-    head = text[start + 1:found.end()] if found else text[start + 1:at]
-    at = found.end() if found else at
-    argument.head = head.rstrip()
+    argument = _Argument(raw, kind=pieces[1].strip())
+    head = _OFFSET.match(text, start + 1 + len(pieces[0]) + len(pieces[1]) + 2)
+    argument.head = text[start + 1:head.end()].rstrip()  # type: ignore[union-attr]
+    at = head.end()  # type: ignore[union-attr]
     while at < end:
-        key = re.compile(r"\s*(=?[\w-]+)\s*\{").match(text, at)
+        key = _KEY.match(text, at)
         if not key:
             if text[at:end].strip():
                 raise ValueError(f"a branch without its key at {at}")
@@ -130,7 +121,7 @@ def _argument(text: str, start: int) -> tuple[_Argument, int]:
             raise ValueError("an unclosed branch")
         argument.branches.append((key.group(1), branch))
         at += 1
-    return argument, start + len(raw)
+    return argument, end + 1
 
 
 def _template(message: _Message) -> str:

@@ -25,6 +25,7 @@ model's pair. A plural message (``%n file(s)``) gets its translation in every fo
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import re
@@ -189,8 +190,7 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
     for (node, key, value), translation in zip(slots, translations):
         node[key] = translation if type(value) is str else type(value)(translation)  # type: ignore[index]
     pair = job.translator.languages
-    if pair:
-        _fill_plurals(tree, plural_categories(job) or [])
+    _fill_plurals(tree, plural_categories(job) or [])
     out = io.BytesIO()
     yaml.dump(tree, out)
     text = out.getvalue()
@@ -199,6 +199,15 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
                       lambda m: m.group(0).replace(named.encode(), pair["target"].encode()),
                       text, count=1, flags=re.MULTILINE)
     return text
+
+
+def fill_from_other(plural: dict, tags: list[str]) -> None:
+    """A plural's forms, keyed by category, given each of ``tags`` they lack as a copy of
+    their "other" (Rails' mappings, .stringsdict rules, .xcstrings variations)."""
+    if "other" in plural:
+        for tag in tags:
+            if tag not in plural:
+                plural[tag] = copy.deepcopy(plural["other"])
 
 
 def _sequence_offset(data: bytes) -> int:
@@ -215,9 +224,7 @@ def _fill_plurals(node, tags: list[str]) -> None:
     "other"."""
     if isinstance(node, dict):
         if node and set(node) <= _PLURALS and "other" in node:
-            for tag in tags:
-                if tag not in node:
-                    node[tag] = node["other"]
+            fill_from_other(node, tags)
             return
         for value in node.values():
             _fill_plurals(value, tags)
@@ -231,6 +238,7 @@ def translated_values(texts: list[str], job: Job) -> list[str]:
     message's texts each apart (``documents.icu``)."""
     from . import icu
     plans = [icu.texts(t) if _wording(t) and icu.is_message(t) else None for t in texts]
+    tags = plural_categories(job) if any(plan is not None for plan in plans) else None
     leaves = [x for t, plan in zip(texts, plans) for x in (plan if plan is not None else [t])]
     done = iter(job.by_line([x if _wording(x) else "" for x in leaves]))
     out = []
@@ -241,7 +249,7 @@ def translated_values(texts: list[str], job: Job) -> list[str]:
         else:
             got = [next(done) for _ in plan]
             out.append(icu.rebuild(text, [g if _wording(x) else x for x, g in zip(plan, got)],
-                                   plural_categories(job)))
+                                   tags))
     return out
 
 
