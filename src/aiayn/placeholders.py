@@ -3,8 +3,9 @@
 Localisation strings carry placeholders that a translation must keep exactly: printf's ``%s``,
 ``%1$d``, ``%qs`` and ``%(name)s`` (and Apple's ``%@`` and ``%#@name@``), strftime's ``%H``,
 Qt's ``%1``, ``{0}`` and ``{name}``, ``${name}``, Rails' ``%{name}``, i18next's and
-Mustache's ``{{name}}``, markup ``<b>`` ... ``</b>`` and entities ``&amp;``. With placeholder
-protection (``aiayn prepare --placeholders``) each one is replaced, in both languages, by a
+Mustache's ``{{name}}``, PHP's and the shell's ``$name``, Laravel's ``:name``, markup ``<b>``
+... ``</b>`` and entities ``&amp;``. With placeholder protection (``aiayn prepare
+--placeholders``) each one is replaced, in both languages, by a
 sentinel ``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one
 piece of the vocabulary; the model learns to move sentinels, never to spell them. Translating
 masks the source the same way and puts the source's own placeholders back in place of the
@@ -26,6 +27,8 @@ PATTERN = re.compile(r"""
   | %\d+
   | %%
   | \$\{[^{}\s]+\}
+  | \$[A-Za-z_][A-Za-z0-9_]*
+  | (?<![\w:/]):[A-Za-z_][A-Za-z0-9_]*
   | %\{[A-Za-z_][A-Za-z0-9_]*\}
   | \{\{-?\s*[^{}\s]+\s*\}\}
   | \{[A-Za-z0-9_.:!\[\]]*\}

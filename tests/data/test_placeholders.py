@@ -15,7 +15,8 @@ from tests.conftest import write_pairs
 
 FORMS = ["%s", "%d", "%1$d", "%2$s", "%-10.3f", "%qs", "%lu", "%.*s", "%(name)s", "%%", "%H",
          "%1", "{0}", "{name}", "{}", "${name}", "<b>", "</b>", "<br/>", '<a href="x.html">',
-         "&amp;", "&#39;", "&#x27;"]
+         "&amp;", "&#39;", "&#x27;", "%{count}", "{{name}}", "%@", "%#@files@", "$name",
+         ":seconds"]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -30,7 +31,8 @@ def test_every_form_round_trips(form):
 
 
 def test_plain_text_is_left_alone():
-    for text in ("100% sure", "50 % off", "a < b > c", "R&D and AT&T", "{ not a field }"):
+    for text in ("100% sure", "50 % off", "a < b > c", "R&D and AT&T", "{ not a field }",
+                 "costs $5", "at 10:30", "Note: see", "https://x.org", "Error:Disk"):
         assert placeholders.find(text) == [], text
 
 
