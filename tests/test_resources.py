@@ -111,18 +111,21 @@ def test_plurals_get_the_target_language_s_forms():
 
 
 def test_icu_messages_translate_their_branches_and_keep_their_arguments():
-    """An ICU message (Flutter's .arb): the text around its arguments and inside each branch
-    translated apart, the arguments and the number sign kept, a plural given Polish's forms
-    from "other"; a select's keys stay. A text the model loses a placeholder from gets it
-    back at its end."""
+    """An ICU message (Flutter's .arb), and html10n's plural macro: the text around its
+    arguments and inside each branch translated apart, the arguments and the number sign
+    kept, a plural given Polish's forms from "other"; a select's keys stay. A text the model
+    loses a placeholder from gets it back at its end."""
     words = {"{__a0} in {__a1}": "{__a0} w {__a1}", "No files": "Brak plików",
              "{__n} file": "{__n} plik", "{__n} files": "{__n} plików",
              "He left": "On wyszedł", "They left": "Oni wyszli",
-             "The price is {__a0}": "Cena"}  # (the model lost the argument)
+             "The price is {__a0}": "Cena",  # (the model lost the argument)
+             "{__a0} unnamed {__a1}": "{__a0} bez nazwy: {__a1}", "author": "autor",
+             "authors": "autorów"}
     arb = {"@@locale": "en",
            "files": "{count, plural, =0 {No files} one {# file} other {# files}} in {folder}",
            "who": "{gender, select, male {He left} other {They left}}",
-           "price": "The price is {price, number, currency}", "broken": "{a, plural, one {x"}
+           "price": "The price is {price, number, currency}", "broken": "{a, plural, one {x",
+           "authors": "{{num}} unnamed {[plural(num) one: author, other: authors ]}"}
     out = json.loads(translate_document(Dictionary(words), json.dumps(arb).encode(), ".arb"))
     assert out == {
         "@@locale": "pl",
@@ -130,7 +133,9 @@ def test_icu_messages_translate_their_branches_and_keep_their_arguments():
                  "many {# plików} other {# plików}} w {folder}",
         "who": "{gender, select, male {On wyszedł} other {Oni wyszli}}",
         "price": "Cena {price, number, currency}",
-        "broken": "{A, PLURAL, ONE {X"}  # not a message: a text as any other
+        "broken": "{A, PLURAL, ONE {X",  # not a message: a text as any other
+        "authors": "{{num}} bez nazwy: {[plural(num) one: autor, few: autorów, many: autorów, "
+                   "other: autorów ]}"}  # html10n's macro (Etherpad), as ICU's plural
 
 
 def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translator, tmp_path):

@@ -9,6 +9,9 @@ argument a placeholder the placeholder path keeps (``{__aK}``), the number sign 
 plural gets the forms the target language has and the source lacks ("few" and "many" for
 Polish), each from its "other". A message the model returns with a placeholder lost gets it
 back at its end, so the message keeps every argument.
+
+html10n's plural macro, in Etherpad's strings (``{{num}} unnamed {[plural(num) one: author,
+other: authors ]}``), is read the same way: a branching argument whose branches are texts.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_ARGUMENT = re.compile(r"\{\s*[\w-]+\s*,\s*(?:plural|select|selectordinal|number|date|time)\b")
+_ARGUMENT = re.compile(r"\{\s*[\w-]+\s*,\s*(?:plural|select|selectordinal|number|date|time)\b"
+                       r"|\{\[\s*\w+\(\w+\)")
+_MACRO = re.compile(r"\{\[\s*(\w+)\((\w+)\)(.*?)\]\}", re.S)  # html10n's {[plural(n) one: x, ...]}
+_MACRO_BRANCH = re.compile(r"\s*(\w+):\s?([^,]*?)\s*(?:,|$)")
 _BRANCHING = ("plural", "select", "selectordinal")
 _TOKEN = re.compile(r"\{__(?:a\d+|n)\}")
 _OFFSET = re.compile(r"\s*(?:offset:\s*\d+\s*)?")  # (always matches)
@@ -34,6 +40,7 @@ class _Argument:
     head: str = ""  # "count, plural, offset:1" for one with branches
     branches: list[tuple[str, "_Message"]] = field(default_factory=list)
     kind: str = ""
+    macro: bool = False  # html10n's macro, not ICU's argument
 
 
 @dataclass
@@ -77,7 +84,8 @@ def _message(text: str, at: int, in_plural: bool) -> tuple[_Message, int]:
             if buffer:
                 parts.append(buffer)
                 buffer = ""
-            argument, at = _argument(text, at)
+            argument, at = _macro(text, at) if text.startswith("{[", at) else \
+                _argument(text, at)
             parts.append(argument)
             continue
         if char == "#" and in_plural:
@@ -124,6 +132,19 @@ def _argument(text: str, start: int) -> tuple[_Argument, int]:
     return argument, end + 1
 
 
+def _macro(text: str, start: int) -> tuple[_Argument, int]:
+    """html10n's macro opened at ``start`` (Etherpad's strings): ``{[plural(num) one: author,
+    other: authors ]}``, its branches plain texts."""
+    match = _MACRO.match(text, start)
+    if not match:
+        raise ValueError(f"an unclosed {{[ at {start}")
+    name, variable, body = match.groups()
+    argument = _Argument(match.group(0), head=f"{name}({variable})", kind=name, macro=True)
+    for branch in _MACRO_BRANCH.finditer(body.strip()):
+        argument.branches.append((branch.group(1), _message(branch.group(2), 0, False)[0]))
+    return argument, match.end()
+
+
 def _template(message: _Message) -> str:
     """A message as one text to translate: each argument ``{__aK}``, a number sign
     ``{__n}``."""
@@ -163,8 +184,10 @@ def _build(message: _Message, done, tags: list[str] | None) -> str:
             at = next((k for k, (key, _) in enumerate(branches) if key == "other"),
                       len(branches))
             branches[at:at] = extra
-        arguments.append("{" + part.head + " " +
-                         " ".join(f"{key} {{{text}}}" for key, text in branches) + "}")
+        arguments.append(
+            "{[" + part.head + " " + ", ".join(f"{key}: {text}" for key, text in branches) +
+            " ]}" if part.macro else
+            "{" + part.head + " " + " ".join(f"{key} {{{text}}}" for key, text in branches) + "}")
 
     def back(match: re.Match) -> str:
         token = match.group(0)
