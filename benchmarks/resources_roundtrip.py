@@ -16,6 +16,18 @@ interface's strings as translatewiki.net's JSON (``{{name}}`` placeholders, link
 Python's ``json``. Rails' own English strings (Debian's ruby-activesupport and
 ruby-actionview, ``lib/*/locale/en.yml``: ``%{count}`` placeholders, plurals, date formats,
 settings) are read by PyYAML. translate-toolkit writes the first two, ruamel.yaml the third.
+Firefox's own strings (Mozilla's Fluent: ``{ $count }`` and brand-name placeables, plurals,
+access keys, CSS; en-US in Debian's firefox-esr ``omni.ja``, German in firefox-esr-l10n-de's
+language pack) are read by Mozilla's ``fluent.runtime``, each message formatted for 1 and for
+5; Roundcube's PHP language files (Debian's roundcube-core, ``$name`` placeholders, markup,
+``\n`` line breaks for JavaScript) are read by PHP itself (``php``, Debian's php-cli).
+
+    python benchmarks/resources_roundtrip.py --checkpoint RUN \
+        --source omni/localization/en-US/browser/preferences/preferences.ftl \
+        --reference xpi/browser/localization/de/browser/preferences/preferences.ftl
+    cp .../localization/en_US/labels.inc labels.php   # (and de_DE's as labels.de.php)
+    python benchmarks/resources_roundtrip.py --checkpoint RUN --source labels.php \
+        --reference labels.de.php
 """
 
 from __future__ import annotations
@@ -88,27 +100,122 @@ def read_json(paths: list[Path]) -> list[dict[str, str]]:
     return [flat(json.loads(path.read_text(encoding="utf-8"))) for path in paths]
 
 
+def flat_values(node, prefix: str = "") -> dict[str, object]:
+    """A tree of mappings and lists as its leaves by key path ("a.b.0")."""
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    out: dict[str, object] = {}
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            out.update(flat_values(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def read_yaml(paths: list[Path]) -> list[dict[str, object]]:
     """Each YAML file's values by their key path, as PyYAML reads them (numbers, truth
     values and nothing as such), under a single root key that names a language (Rails')."""
     import yaml
-
-    def flat(node, prefix: str = "") -> dict[str, object]:
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        out: dict[str, object] = {}
-        for key, value in items:
-            if isinstance(value, (dict, list)):
-                out.update(flat(value, f"{prefix}{key}."))
-            else:
-                out[f"{prefix}{key}"] = value
-        return out
     read = []
     for path in paths:
         tree = yaml.safe_load(path.read_text(encoding="utf-8"))
         if len(tree) == 1 and isinstance(next(iter(tree.values())), dict):
             tree = next(iter(tree.values()))
-        read.append(flat(tree))
+        read.append(flat_values(tree))
     return read
+
+
+def read_fluent(paths: list[Path]) -> list[dict[str, str]]:
+    """Each Fluent file's messages and attributes ("id", "id.attr") as Mozilla's runtime
+    formats them for 5 of every number (``/1`` added: for 1), with "!errors" the count of
+    formatting errors and "!refs id" each pattern's placeables (variables, terms, messages,
+    functions) for the comparison."""
+    from fluent.runtime import FluentBundle, FluentResource
+    from fluent.syntax import FluentParser, ast
+    from fluent.syntax.visitor import Visitor
+
+    class References(Visitor):
+        def __init__(self) -> None:
+            self.found: set[str] = set()
+
+        def generic_visit(self, node) -> None:
+            if isinstance(node, ast.VariableReference):
+                self.found.add(f"${node.id.name}")
+            elif isinstance(node, (ast.TermReference, ast.MessageReference,
+                                   ast.FunctionReference)):
+                self.found.add(f"{type(node).__name__}:{node.id.name}")
+            super().generic_visit(node)
+    read = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        bundle = FluentBundle(["en-US"], use_isolating=False,
+                              functions={"PLATFORM": lambda: "linux"})  # (Firefox's own)
+        bundle.add_resource(FluentResource(text))
+        out: dict[str, str] = {"!errors": "0"}
+        errors = 0
+        for entry in FluentParser().parse(text).body:
+            if isinstance(entry, ast.Junk):
+                errors += 1
+            if not isinstance(entry, ast.Message):
+                continue
+            message = bundle.get_message(entry.id.name)
+            patterns = {entry.id.name: (message.value, entry.value), **{
+                f"{entry.id.name}.{a.id.name}": (message.attributes[a.id.name], a.value)
+                for a in entry.attributes}}
+            for key, (compiled, pattern) in patterns.items():
+                if compiled is None:
+                    continue
+                for count, suffix in ((5, ""), (1, "/1")):
+                    value, problems = bundle.format_pattern(
+                        compiled, {name[1:]: count for name in _refs(References, pattern)
+                                   if name.startswith("$")})
+                    out[key + suffix] = value
+                    errors += len(problems)
+                out[f"!refs {key}"] = " ".join(sorted(_refs(References, pattern)))
+        out["!errors"] = str(errors)
+        read.append(out)
+    return read
+
+
+def _refs(visitor_class, pattern) -> set[str]:
+    visitor = visitor_class()
+    visitor.visit(pattern)
+    return visitor.found
+
+
+PHP_READER = """
+$before = array_keys(get_defined_vars());
+$returned = include $argv[1];
+$defined = array_diff_key(get_defined_vars(), array_flip($before),
+                          ['before' => 1, 'returned' => 1]);
+echo json_encode(is_array($returned) ? $returned : $defined);
+"""
+
+
+PHP_CODE = """
+foreach (token_get_all(file_get_contents($argv[1])) as $token) {
+    if (is_array($token) && in_array($token[0], [T_CONSTANT_ENCAPSED_STRING,
+                                                  T_ENCAPSED_AND_WHITESPACE])) {
+        continue;
+    }
+    echo is_array($token) ? $token[1] : $token;
+}
+"""
+
+
+def php_code(path: Path) -> str:
+    """A PHP file without its strings' text, as PHP's own tokenizer splits it."""
+    return subprocess.run(["php", "-r", PHP_CODE, str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def read_php(paths: list[Path]) -> list[dict[str, object]]:
+    """Each PHP file's strings by their key path, as PHP reads them: what the file returns
+    (Laravel's) or the variables it defines (Roundcube's ``$labels``)."""
+    import json
+    return [flat_values(json.loads(subprocess.run(
+        ["php", "-r", PHP_READER, str(path)], capture_output=True, text=True, check=True).stdout))
+        for path in paths]
 
 
 def main() -> None:
@@ -137,11 +244,23 @@ def main() -> None:
         translated.write_bytes(out)
         paths = [args.source, translated] + ([args.reference] if args.reference else [])
         read = read_with_java(paths) if suffix == ".properties" else \
-            read_yaml(paths) if suffix in (".yml", ".yaml") else read_json(paths)
+            read_yaml(paths) if suffix in (".yml", ".yaml") else \
+            read_fluent(paths) if suffix == ".ftl" else \
+            read_php(paths) if suffix == ".php" else read_json(paths)
+        code = [php_code(path) for path in paths[:2]] if suffix == ".php" else []
     source, target = read[0], read[1]
-    words = [k for k, v in source.items() if isinstance(v, str) and any(c.isalpha() for c in v)]
+    if suffix == ".ftl":  # placeables compared as Fluent's references, not as text
+        refs = {k[6:] for k in source if k.startswith("!refs ") and source[k]}
+        fluent = ({k: v for k, v in source.items() if not k.startswith("!")},
+                  {k: v for k, v in target.items() if not k.startswith("!")})
+        errors = (source["!errors"], target["!errors"])
+        keep = {k: source[f"!refs {k}"] == target.get(f"!refs {k}") for k in refs}
+        source, target = fluent
+    words = [k for k, v in source.items() if isinstance(v, str) and any(c.isalpha() for c in v)
+             and not k.endswith("/1")]
     others = [k for k, v in source.items() if not isinstance(v, str)]
-    holding = [k for k in words if find(source[k])]
+    holding = [k for k in words if find(source[k])] if suffix != ".ftl" else \
+        [k for k in words if k in refs]
     comments = [line for line in data.decode("latin-1").splitlines()
                 if line.lstrip().startswith("#")]
     comments_out = [line for line in out.decode("latin-1").splitlines()
@@ -149,8 +268,8 @@ def main() -> None:
     print(f"\nfile: {args.source} ({len(source)} properties, {len(words)} with a letter, "
           f"{len(holding)} with placeholders or markup)")
     print("| check | result |\n|---|---:|")
-    reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML"}.get(
-        suffix, "Python's json")
+    reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML",
+              ".ftl": "fluent.runtime", ".php": "PHP"}.get(suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
     print(f"| values with a letter changed | {sum(source[k] != target.get(k) for k in words)}"
@@ -158,8 +277,29 @@ def main() -> None:
     if others:
         print(f"| other values (numbers, truth values, nothing) as they were | "
               f"{sum(source[k] == target.get(k) for k in others)}/{len(others)} |")
-    print(f"| placeholders and markup kept | "
-          f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
+    if suffix == ".ftl":
+        print(f"| placeables kept (variables, terms, functions) | "
+              f"{sum(keep[k] for k in holding)}/{len(holding)} |")
+        print(f"| formatting errors, source and translation (for 1 and for 5) | "
+              f"{errors[0]}, {errors[1]} |")
+        keys = [k for k in source if k.lower().endswith("accesskey")]
+
+        def fitting(read: dict) -> int:  # access keys that are a letter of their label
+            return sum(read.get(k, "").lower() in read.get(
+                k[:-9] + "label" if k[:-9] + "label" in read else k.rsplit(".", 1)[0],
+                "").lower() and len(read.get(k, "")) == 1 for k in keys)
+        shipped = f" (the shipped translation: {fitting(read[2])})" if args.reference else ""
+        print(f"| access keys a letter of their label, source and translation | "
+              f"{fitting(source)}, {fitting(target)} of {len(keys)}{shipped} |")
+        print(f"| placeholders and markup kept (as text, formatted) | "
+              f"{sum(kept(source[k], target.get(k, '')) for k in words if find(source[k]))}"
+              f"/{sum(bool(find(source[k])) for k in words)} |")
+    else:
+        print(f"| placeholders and markup kept | "
+              f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
+    if suffix == ".php":  # everything but the strings, byte for byte, as PHP splits it
+        print(f"| code, comments and layout outside the strings as they were (PHP's "
+              f"tokenizer) | {'yes' if code[0] == code[1] else 'NO'} |")
     if comments:
         print(f"| comment lines as they were | {'yes' if comments == comments_out else 'NO'} "
               f"({len(comments)}) |")
@@ -170,10 +310,11 @@ def main() -> None:
         reference = read[2]
         common = [k for k in words if k in reference]
         bleu = sacrebleu.corpus_bleu([target[k] for k in common], [[reference[k] for k in common]])
-        ref_kept = sum(kept(source[k], reference[k]) for k in holding if k in reference)
         print(f"| BLEU against {args.reference.name} ({len(common)} values) | {bleu.score:.2f} |")
-        print(f"| (the shipped translation keeps the placeholders and markup of "
-              f"{ref_kept}/{sum(k in reference for k in holding)}) | |")
+        if suffix != ".ftl":
+            ref_kept = sum(kept(source[k], reference[k]) for k in holding if k in reference)
+            print(f"| (the shipped translation keeps the placeholders and markup of "
+                  f"{ref_kept}/{sum(k in reference for k in holding)}) | |")
     print(f"| seconds | {seconds:.1f} |")
     sys.stdout.flush()
 

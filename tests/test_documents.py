@@ -1929,7 +1929,9 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
              "in.html": f"<p>{SENTENCES[3]} <b>{SENTENCES[4]}</b></p>".encode(),
              "in.md": f"# {SENTENCES[0]}\n\n{SENTENCES[1]} **{SENTENCES[2]}**\n".encode(),
              "in.json": f'{{"menu": {{"open": "{SENTENCES[3]}"}}}}'.encode(),
-             "in.yml": f"en:\n  open: {SENTENCES[4]}\n".encode()}
+             "in.yml": f"en:\n  open: {SENTENCES[4]}\n".encode(),
+             "in.ftl": f"open = {SENTENCES[5]}\n".encode(),
+             "in.php": f"<?php\nreturn ['open' => '{SENTENCES[6]}'];\n".encode()}
     document = docx.Document()
     document.add_paragraph(SENTENCES[5])
     buffer = io.BytesIO()

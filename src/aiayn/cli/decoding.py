@@ -52,7 +52,7 @@ def add_translate_evaluate(sub) -> None:
                         ".xlf/.xliff (1.2, 2.0), .docx, .odt, .odp, .ods, .pptx, .xlsx, "
                         ".xlsm, .epub and .pdf (formatting kept), string resources (.json, "
                         ".arb, .yml/.yaml, .properties, .strings, .resx, Android's .xml, "
-                        "Qt's .ts, Xcode's .xcstrings, .stringsdict); "
+                        "Qt's .ts, Xcode's .xcstrings, .stringsdict, Fluent's .ftl, PHP); "
                         "extra documents for all but text and markup")
     p.add_argument("--overwrite", action="store_true",
                    help="with --file on a gettext catalog, an XLIFF or a Qt .ts file: "

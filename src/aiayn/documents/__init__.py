@@ -105,9 +105,11 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
     from . import (
         apple,
         epub,
+        fluent,
         gettext,
         markdown,
         pdf,
+        php,
         resources,
         sheets,
         slides,
@@ -137,13 +139,14 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".xlsm": lambda data, job: sheets.translate_xlsx(data, job, ".xlsm"),
             ".xlf": xliff.translate_xliff, ".xliff": xliff.translate_xliff,
             ".xcstrings": apple.translate_xcstrings, ".stringsdict": apple.translate_stringsdict,
+            ".ftl": fluent.translate_ftl, ".php": php.translate_php,
             **{suffix: resource(suffix) for suffix in resources.KINDS if suffix != ".xml"}}
 
 
 FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
            ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
            ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx",
-           ".ts", ".xcstrings", ".stringsdict")
+           ".ts", ".xcstrings", ".stringsdict", ".ftl", ".php")
 
 
 def extension(name: str | Path) -> str:
