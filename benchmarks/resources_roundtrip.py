@@ -21,6 +21,9 @@ access keys, CSS; en-US in Debian's firefox-esr ``omni.ja``, German in firefox-e
 language pack) are read by Mozilla's ``fluent.runtime``, each message formatted for 1 and for
 5; Roundcube's PHP language files (Debian's roundcube-core, ``$name`` placeholders, markup,
 ``\n`` line breaks for JavaScript) are read by PHP itself (``php``, Debian's php-cli).
+GNUstep's own Apple .strings files (Debian's gnustep-gui-common and gnustep-base-common,
+``Resources/{English,German}.lproj/Localizable.strings``) are read by GNUstep's
+property-list parser (``plparse``, ``plget``; Debian's gnustep-base-runtime).
 
     python benchmarks/resources_roundtrip.py --checkpoint RUN \
         --source omni/localization/en-US/browser/preferences/preferences.ftl \
@@ -218,6 +221,34 @@ def read_php(paths: list[Path]) -> list[dict[str, object]]:
         for path in paths]
 
 
+def read_strings(paths: list[Path]) -> list[dict[str, str]]:
+    """Each Apple .strings file's values as GNUstep's property-list parser reads them
+    (``plparse`` on the whole file, ``plget`` per key; Debian's gnustep-base-runtime), by
+    the keys translate-toolkit finds in the first file."""
+    import re
+
+    from translate.storage import properties
+    # (translate-toolkit's reader misreads a key whose "=" begins the next line: joined)
+    joined = re.sub(rb'"[ \t]*\r?\n[ \t]*=[ \t]*"', b'" = "', paths[0].read_bytes())
+    keys = [unit.getid() for unit in properties.stringsutf8file.parsestring(joined).units
+            if unit.getid()]
+    read = []
+    for path in paths:
+        parsed = subprocess.run(["plparse", str(path)], capture_output=True, text=True,
+                                check=False)
+        if "a dictionary" not in parsed.stdout + parsed.stderr:
+            read.append({})
+            continue
+        data = path.read_bytes()
+        values = {}
+        for key in keys:
+            got = subprocess.run(["plget", key], input=data, capture_output=True, check=False)
+            if got.returncode == 0 and not got.stderr:
+                values[key] = got.stdout.decode("utf-8")
+        read.append(values)
+    return read
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -246,7 +277,8 @@ def main() -> None:
         read = read_with_java(paths) if suffix == ".properties" else \
             read_yaml(paths) if suffix in (".yml", ".yaml") else \
             read_fluent(paths) if suffix == ".ftl" else \
-            read_php(paths) if suffix == ".php" else read_json(paths)
+            read_php(paths) if suffix == ".php" else \
+            read_strings(paths) if suffix == ".strings" else read_json(paths)
         code = [php_code(path) for path in paths[:2]] if suffix == ".php" else []
     source, target = read[0], read[1]
     if suffix == ".ftl":  # placeables compared as Fluent's references, not as text
@@ -261,19 +293,21 @@ def main() -> None:
     others = [k for k, v in source.items() if not isinstance(v, str)]
     holding = [k for k in words if find(source[k])] if suffix != ".ftl" else \
         [k for k in words if k in refs]
+    opening = ("#", "/*") if suffix == ".strings" else ("#",)
     comments = [line for line in data.decode("latin-1").splitlines()
-                if line.lstrip().startswith("#")]
+                if line.lstrip().startswith(opening)]
     comments_out = [line for line in out.decode("latin-1").splitlines()
-                    if line.lstrip().startswith("#")]
+                    if line.lstrip().startswith(opening)]
     print(f"\nfile: {args.source} ({len(source)} properties, {len(words)} with a letter, "
           f"{len(holding)} with placeholders or markup)")
     print("| check | result |\n|---|---:|")
     reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML",
-              ".ftl": "fluent.runtime", ".php": "PHP"}.get(suffix, "Python's json")
+              ".ftl": "fluent.runtime", ".php": "PHP", ".strings": "GNUstep"}.get(
+                  suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
-    print(f"| values with a letter changed | {sum(source[k] != target.get(k) for k in words)}"
-          f"/{len(words)} |")
+    print(f"| values with a letter changed | "
+          f"{sum(k in target and source[k] != target[k] for k in words)}/{len(words)} |")
     if others:
         print(f"| other values (numbers, truth values, nothing) as they were | "
               f"{sum(source[k] == target.get(k) for k in others)}/{len(others)} |")
@@ -306,7 +340,7 @@ def main() -> None:
     if suffix == ".properties":
         print(f"| output ASCII, other letters as \\u escapes | "
               f"{'yes' if out.isascii() else 'no'} |")
-    if args.reference:
+    if args.reference and target:
         reference = read[2]
         common = [k for k in words if k in reference]
         bleu = sacrebleu.corpus_bleu([target[k] for k in common], [[reference[k] for k in common]])

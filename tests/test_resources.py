@@ -151,6 +151,20 @@ def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translato
     (tmp_path / "en.strings").write_text(f'/* {SENTENCES[5]} */\n"open" = "{SENTENCES[0]}";\n')
     out = run(toy_model, tmp_path / "en.strings", tmp_path / "es.strings").decode()
     assert out == f'/* {SENTENCES[5]} */\n"open" = "{t[0]}";\n'
+    # an ASCII .strings file gets \U escapes (GNUstep refuses other bytes without a BOM);
+    # one in UTF-8 stays UTF-8
+    words = {"Open the file": "Otwórz plik 📂", "Open the café": "Otwórz kawiarnię"}
+    out = translate_document(Dictionary(words), b'"open" = "Open the file";\n', ".strings")
+    assert out == b'"open" = "Otw\\U00F3rz plik \\UD83D\\UDCC2";\n'
+    out = translate_document(Dictionary(words), '"open" = "Open the café";\n'.encode(),
+                             ".strings")
+    assert out == '"open" = "Otwórz kawiarnię";\n'.encode()
+    # an "=" at the start of the next line, as GNUstep's make_strings writes long keys
+    words = {"Cannot load the file %@": "Nie można wczytać pliku %@", "Save": "Zapisz"}
+    out = translate_document(Dictionary(words), b'/* long */\n"Cannot load the file %@"\n  = '
+                             b'"Cannot load the file %@";\n"Save" = "Save";\n', ".strings")
+    assert out == (b'/* long */\n"Cannot load the file %@"\n  = "Nie mo\\U017Cna wczyta\\U0107 '
+                   b'pliku %@";\n"Save" = "Zapisz";\n')
     resx = (f'<?xml version="1.0" encoding="utf-8"?>\n<root><data name="Open" '
             f'xml:space="preserve"><value>{SENTENCES[0]}</value><comment>{SENTENCES[5]}'
             f"</comment></data></root>\n")

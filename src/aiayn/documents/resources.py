@@ -34,6 +34,9 @@ from ..errors import UserError, require
 from . import Job, code_like
 
 _LETTER = re.compile(r"[^\W\d_]")
+# a .strings entry whose "=" begins the next line (GNUstep's make_strings writes long keys
+# so), which translate-toolkit's reader takes for two entries: joined for it, then put back
+_STRINGS_BREAK = re.compile(rb'^("(?:[^"\\\n]|\\.)*")([ \t]*\r?\n[ \t]*=[ \t]*)"', re.M)
 KINDS = {".json": "JSON", ".arb": "ARB", ".yml": "YAML", ".yaml": "YAML",
          ".properties": "Java .properties", ".strings": "Apple .strings",
          ".resx": ".NET .resx", ".xml": "Android string resources", ".ts": "Qt Linguist .ts"}
@@ -46,8 +49,9 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
         require("ruamel.yaml", "YAML files", "documents")
         return _translate_yaml(data, job)
     require("translate.storage.base", f"{kind} files", "documents")
+    breaks = _STRINGS_BREAK.findall(data) if suffix == ".strings" else []
     try:
-        store, named = _parsed(data, suffix)
+        store, named = _parsed(_STRINGS_BREAK.sub(rb'\1 = "', data) if breaks else data, suffix)
     except UserError:
         raise
     except Exception as err:  # translate-toolkit raises its readers' errors as they come
@@ -86,11 +90,19 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
             if translation != text:
                 escaping.set_xml_text_value(translation, item)
     out = bytes(store)
+    for key, between in breaks:  # each "=" back on the line it was on
+        out = out.replace(key + b' = "', key + between + b'"', 1)
     if suffix == ".properties" and data.isascii():
         # an ASCII file (the classic kind, which Java once read as ISO-8859-1) gets every
         # other letter as a \u escape, as it had them: readers of either encoding read it
         out = re.sub(r"[^\x00-\x7f]", lambda m: f"\\u{ord(m.group()):04X}",
                      out.decode("latin-1")).encode("ascii")
+    if suffix == ".strings" and data.isascii():
+        # as an ASCII .properties: GNUstep's parser refuses other bytes in a .strings file
+        # without a byte order mark, and Apple's and GNUstep's read \U escapes (GNUstep's
+        # own translations are written so); beyond 16 bits, as UTF-16's two halves
+        out = re.sub(r"[^\x00-\x7f]", lambda m: "".join(
+            f"\\U{unit:04X}" for unit in _utf16(m.group())), out.decode("utf-8")).encode("ascii")
     if named and pair:  # .arb: the file's language is the target's now
         out = re.sub(rb'("@@locale"\s*:\s*")' + re.escape(named.encode()) + rb'"',
                      lambda m: m.group(1) + pair["target"].encode() + b'"', out, count=1)
@@ -289,6 +301,12 @@ def _wording(text: str) -> bool:
     a key: ``documents.code_like``)."""
     from ..placeholders import PATTERN
     return _LETTER.search(PATTERN.sub("", text)) is not None and not code_like(text)
+
+
+def _utf16(char: str) -> list[int]:
+    """A character's UTF-16 code units (two for one beyond 16 bits)."""
+    data = char.encode("utf-16-be")
+    return [int.from_bytes(data[k:k + 2], "big") for k in range(0, len(data), 2)]
 
 
 def _a(kind: str) -> str:
