@@ -290,6 +290,31 @@ def test_punctuation_after_kept_code_stays_outside_it():
     assert out == "(<code>a.b</code>) setzen."
 
 
+def test_code_over_part_of_a_word_keeps_the_rest_of_the_word():
+    """Code over part of a word (a file's name, a package's) stays in the translated word
+    that holds its text, the rest of that word as translated; where none holds it, the
+    source's word is written whole around the code."""
+    code = Span(9, 15, keep="<code>config</code>")
+    out = place("Open the config.yml file.", [code], "Die config.yml-Datei öffnen.",
+                [(0, 2), (1, 0), (2, 1), (3, 1)])
+    assert out == "Die <code>config</code>.yml-Datei öffnen."
+    code = Span(12, 15, keep="<code>foo</code>")
+    out = place("Install the foo-bar package.", [code], 'Das Paket "foo"-bar installieren.',
+                [(0, 3), (1, 0), (2, 2), (3, 1)])
+    assert out == "Das Paket <code>foo</code>-bar installieren."  # the model's quotes go
+    code = Span(12, 15, keep="<code>foo</code>")
+    out = place("Install the foo-bar package.", [code], "Das Fußzeilen-Paket installieren.",
+                [(0, 2), (1, 0), (2, 1), (3, 1)])
+    assert out == "Das <code>foo</code>-bar installieren."
+    code = Span(4, 5, keep="<code>a</code>")  # (not the "a" inside a word)
+    out = place("Set a-file now", [code], "Jetzt Datei setzen", [(0, 2), (1, 1), (2, 0)])
+    assert out == "Jetzt <code>a</code>-file setzen"
+    code = Span(28, 34, keep="<code>domain</code>")  # its word left out: written as it was
+    out = place("Run it after the event or a domain's handler.", [code],
+                "Nach dem Ereignis ausführen.", [(0, 3), (2, 0), (4, 2)])
+    assert out == "Nach dem Ereignis <code>domain</code>'s ausführen."
+
+
 def test_a_picture_keeps_its_place_at_a_sentence_s_edge_and_the_space_around_it():
     """A picture after every word stays after the translation, not after the target of the
     last source word (German puts the verb last); the space the source had around a picture

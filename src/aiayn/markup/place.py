@@ -18,6 +18,7 @@ before it (after the whole translation where it follows every source word).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Sequence
@@ -115,6 +116,11 @@ def place(source: str, spans: list[Span], translation: str,
     def covered(span: Span) -> list[int]:
         return [i for i, (s, e) in enumerate(src_words) if s < span.end and e > span.start]
 
+    def every(spans: list[Span]) -> list[Span]:
+        return [x for span in spans for x in (span, *every(span.children))]
+    kept_words = Counter(i for span in every(spans) if span.keep is not None
+                         for i in covered(span))
+
     def aligned(span: Span) -> set[int]:
         """The target words aligned to the span's words (else their strongest targets: a tag
         over words keeps words)."""
@@ -181,6 +187,58 @@ def place(source: str, spans: list[Span], translation: str,
             return word[:at], word[at + len(inner):]
         return None
 
+    def around_code(span: Span, lead: str, trail: str) -> tuple[str, str]:
+        """Of the marks the translation put around code, its sentence's punctuation stays,
+        and what the source has around the code; quotes, brackets or a "$" were the model's
+        way of marking code, which the code's formatting does."""
+        return ("".join(c for c in lead if c in _OPENING
+                        or c in source[max(0, span.start - 2):span.start]),
+                "".join(c for c in trail if c in _CLOSING or c in source[span.end:span.end + 2]))
+
+    def partial(span: Span) -> tuple[str, str, str] | None:
+        """For a span over part of one source word (``<code>config</code>.yml``), that word's
+        text before the span, the span's own and the word's after it; else None."""
+        own = covered(span)
+        if len(own) != 1 or kept_words[own[0]] > 1:  # (two pieces of code in one word)
+            return None
+        s, e = src_words[own[0]]
+        if span.start <= s and span.end >= e:
+            return None
+        start, end = max(span.start, s), min(span.end, e)
+        if not any(c.isalnum() for c in source[s:start] + source[end:e]):
+            return None  # only marks around it (``<code>y</code>.``): the code is the word
+        return source[s:start], source[start:end], source[end:e]
+
+    def kept_in_word(span: Span, part: tuple[str, str, str], a: int, b: int) -> str:
+        """Target words [a, b) for code kept over part of a word: where one of them holds
+        the code's text once (the model copies code: "config.yml-Datei"), the code in its
+        place and the rest of the words as translated; else the source's word as written
+        around the code, since the translation changed what the code is part of."""
+        before, own, after = part
+
+        def edge(word: str) -> bool:  # holding the code once, at an edge of letters
+            at = word.find(own)
+            return word.count(own) == 1 and (
+                at == 0 or not word[at - 1].isalnum() or at + len(own) == len(word)
+                or not word[at + len(own)].isalnum())
+        holding = [j for j in range(a, b) if own in tgt_words[j]]
+        if len(holding) != 1 or not edge(tgt_words[holding[0]]):
+            return escape_text(before) + str(span.keep) + escape_text(after)
+        out = ""
+        for j in range(a, b):
+            word = tgt_words[j]
+            if j == holding[0]:
+                at = word.index(own)
+                head, tail = word[:at], word[at + len(own):]
+                marks = (_TRAIL.search(head).group(), _LEAD.match(tail).group())  # type: ignore[union-attr]
+                lead, trail = around_code(span, *marks)
+                out += escape_text(head[:len(head) - len(marks[0])] + lead) + str(span.keep) + \
+                    escape_text(trail + tail[len(marks[1]):])
+            else:
+                out += escape_text(word)
+            out += escape_text(gaps[j]) if j < b - 1 else ""
+        return out
+
     def glued(span: Span) -> tuple[bool, bool]:
         """Whether a span over no word touches the text before / after it in the source (one
         at the sentence's end, after its trailing space, touches nothing after it)."""
@@ -210,15 +268,14 @@ def place(source: str, spans: list[Span], translation: str,
         at = lo
         for span, a, b, children in placed:
             pieces += [(escape_text(tgt_words[j]), j + 1, False, False) for j in range(at, a)]
-            if span.keep is not None and b > a:
-                lead, trail = edges(span, a, b, None)
-                # of the marks the translation put around code, its sentence's punctuation
-                # stays, and what the source has around the code; quotes, brackets or a "$"
-                # were the model's way of marking code, which the code's formatting does
-                lead = "".join(c for c in lead if c in _OPENING
-                               or c in source[max(0, span.start - 2):span.start])
-                trail = "".join(c for c in trail if c in _CLOSING
-                                or c in source[span.end:span.end + 2])
+            part = partial(span) if span.keep is not None else None
+            if part is not None and b > a:
+                pieces.append((kept_in_word(span, part, a, b), b, False, False))
+            elif part is not None:  # its word left out of the translation: the word as written
+                pieces.append((escape_text(part[0]) + str(span.keep) + escape_text(part[2]),
+                               -1, False, False))
+            elif span.keep is not None and b > a:
+                lead, trail = around_code(span, *edges(span, a, b, None))
                 pieces.append((escape_text(lead) + span.keep + escape_text(trail), b, False,
                                False))
             elif b == a:
