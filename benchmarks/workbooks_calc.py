@@ -1,7 +1,9 @@
 """Workbooks that LibreOffice Calc writes, with an Excel table, formulas that name its columns
 and a pivot table, translated by aiayn and opened again in Calc: do the pivot tables still
-find their fields when refreshed, do the formulas give the same numbers, and does each table
-name its columns as its header cells read (Excel repairs a table whose names differ)?
+find their fields when refreshed, do the formulas give the same numbers, does a formula
+that joins texts show on opening what it computes (Calc shows a stored result as stored),
+and does each table name its columns as its header cells read (Excel repairs a table whose
+names differ)?
 
     /usr/bin/python3 benchmarks/workbooks_calc.py --translate ".venv/bin/aiayn translate \\
         --checkpoint RUN" [--keep DIR]
@@ -95,6 +97,9 @@ def build(desktop, folder: Path) -> list[Path]:
     sheet.getCellByPosition(6, 1).setFormula("=MAX(Bugs[Fixed bugs])")
     sheet.getCellByPosition(5, 2).setString("Open reports")
     sheet.getCellByPosition(6, 2).setFormula(f'=COUNTIF(B12:B{10 + len(REPORTS)};"Open")')
+    sheet.getCellByPosition(5, 3).setString("Latest report")  # texts joined by a formula
+    sheet.getCellByPosition(6, 3).setFormula('=A12&": "&B12')
+    sheet.getCellByPosition(6, 4).setFormula('=A2&" ("&B2&" open)"')
     statuses = sheet.getCellRangeByName(f"B12:B{10 + len(REPORTS)}")
     validity = statuses.Validation
     validity.Type = uno.Enum("com.sun.star.sheet.ValidationType", "LIST")
@@ -123,8 +128,11 @@ def opened(desktop, path: Path) -> dict:
     pivot table's fields in use and the numbers it shows, each formula's result, whether
     a cell holds a value its validity does not allow."""
     doc = desktop.loadComponentFromURL(path.as_uri(), "_blank", 0, (prop("Hidden", True),))
+    opening = {cell.AbsoluteName: cell.getString() for cell in formula_cells(doc)}
     doc.calculateAll()
-    seen: dict = {"pivots": [], "formulas": [], "invalid": False}
+    seen: dict = {"pivots": [], "formulas": [], "invalid": False,
+                  "as opened": sum(opening[cell.AbsoluteName] == cell.getString()
+                                   for cell in formula_cells(doc))}
     for s in range(doc.Sheets.Count):
         sheet = doc.Sheets.getByIndex(s)
         seen["invalid"] |= sheet.showInvalid()
@@ -139,12 +147,20 @@ def opened(desktop, path: Path) -> dict:
                                                  area.EndColumn, area.EndRow).getDataArray()
             numbers = sorted(v for row in shown for v in row if isinstance(v, float))
             seen["pivots"].append((used, numbers))
-        found = sheet.queryContentCells(16).Cells.createEnumeration()  # CellFlags.FORMULA
-        while found.hasMoreElements():
-            cell = found.nextElement()
-            seen["formulas"].append((cell.AbsoluteName, cell.getError(), cell.getValue()))
+    seen["formulas"] = [(cell.AbsoluteName, cell.getError(), cell.getValue(), cell.getString())
+                        for cell in formula_cells(doc)]
     doc.close(True)
     return seen
+
+
+def formula_cells(doc) -> list:
+    """Every cell of the workbook that holds a formula, sheet by sheet."""
+    cells = []
+    for s in range(doc.Sheets.Count):
+        found = doc.Sheets.getByIndex(s).queryContentCells(16).Cells.createEnumeration()
+        while found.hasMoreElements():  # (16: CellFlags.FORMULA)
+            cells.append(found.nextElement())
+    return cells
 
 
 def tables_named_as_headers(path: Path) -> str:
@@ -192,8 +208,9 @@ def main() -> None:
         try:
             print("| workbook | pivot fields in use after a refresh | pivot numbers as the "
                   "source's | formulas without an error | formula results as the source's | "
+                  "formula results shown on opening as computed | "
                   "tables named as their header cells | values its validity refuses |")
-            print("|---|---|---|---:|---:|---|---|")
+            print("|---|---|---|---:|---:|---:|---|---|")
             for source in build(desktop, folder):
                 target = source.with_name(f"{source.stem}.translated{source.suffix}")
                 subprocess.run([*shlex.split(args.translate), "--file", str(source), "-o",
@@ -203,11 +220,12 @@ def main() -> None:
                     fields = "; ".join(", ".join(used) for used, _ in seen["pivots"])
                     pivots_same = all(b[1] == a[1] for b, a in zip(before["pivots"],
                                                                    seen["pivots"]))
-                    fine = sum(not error for _, error, _ in seen["formulas"])
+                    fine = sum(not f[1] for f in seen["formulas"])
                     same = sum(b[2] == a[2] and not a[1] for b, a in zip(before["formulas"],
                                                                           seen["formulas"]))
                     print(f"| {path.name} | {fields} | {'yes' if pivots_same else 'NO'} | "
                           f"{fine}/{len(seen['formulas'])} | {same}/{len(before['formulas'])} | "
+                          f"{seen['as opened']}/{len(seen['formulas'])} | "
                           f"{tables_named_as_headers(path)} | "
                           f"{'SOME' if seen['invalid'] else 'none'} |", flush=True)
                 if args.keep:

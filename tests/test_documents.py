@@ -941,8 +941,8 @@ def test_opendocument_presentations_are_translated(toy_model, translator, tmp_pa
 def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, translator,
                                                                   tmp_path):
     """An .ods: text cells and notes are translated as an .odt's paragraphs are; what a cell
-    shows of a number, a date or a formula stays as written, and so do a cell of one
-    code-like token and the sheets' names."""
+    shows of a number or a date stays as written, and so do a cell of one code-like token
+    and the sheets' names; a formula's result is its formula's."""
     from odf import teletype
     from odf.office import Annotation
     from odf.opendocument import OpenDocumentSpreadsheet, load
@@ -974,11 +974,41 @@ def test_opendocument_spreadsheets_translate_text_cells_and_notes(toy_model, tra
     said = [teletype.extractText(c.getElementsByType(P)[0])
             for c in table.getElementsByType(TableCell)]
     t = translator.translate([SENTENCES[0], SENTENCES[2]])
-    assert said == [t[0], "42", "29 November 2026", f"{SENTENCES[0]}!", t[1], "50 %",
-                    "user_name"]
+    # the formula joins A1 and "!": its last result is joined again from the translation,
+    # as LibreOffice shows what is stored
+    assert said == [t[0], "42", "29 November 2026", f"{t[0]}!", t[1], "50 %", "user_name"]
     notes = out.getElementsByType(Annotation)
     assert [teletype.extractText(n.getElementsByType(P)[0]) for n in notes] == \
         translator.translate([SENTENCES[1]])
+
+
+def test_opendocument_joined_text_results_are_joined_again(toy_model, translator, tmp_path):
+    """A formula that joins cells' texts and quoted texts shows the join of their
+    translations (a number's as shown); one whose stored result is not that join stays."""
+    from odf import teletype
+    from odf.opendocument import OpenDocumentSpreadsheet, load
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+    document = OpenDocumentSpreadsheet()
+    sheet, row = Table(name="one"), TableRow()
+    cells = [(TableCell(valuetype="string"), SENTENCES[0]),
+             (TableCell(valuetype="string"), SENTENCES[2]),
+             (TableCell(valuetype="float", value="7"), "7"),
+             (TableCell(valuetype="string", formula='of:=[.A1]&" - "&[.$B$1]'),
+              f"{SENTENCES[0]} - {SENTENCES[2]}"),
+             (TableCell(valuetype="string", formula="of:=[.A1]&[.C1]"), f"{SENTENCES[0]}7"),
+             (TableCell(valuetype="string", formula='of:=[.A1]&"x"'), "stale")]
+    for cell, text in cells:
+        cell.addElement(P(text=text))
+        row.addElement(cell)
+    sheet.addElement(row)
+    document.spreadsheet.addElement(sheet)
+    saved(document, tmp_path / "in.ods")
+    out = load(io.BytesIO(run(toy_model, tmp_path / "in.ods", tmp_path / "out.ods")))
+    said = [teletype.extractText(c.getElementsByType(P)[0])
+            for c in out.getElementsByType(Table)[0].getElementsByType(TableCell)]
+    t = translator.translate([SENTENCES[0], SENTENCES[2]])
+    assert said == [t[0], t[1], "7", f"{t[0]} - {t[1]}", f"{t[0]}7", "stale"]
 
 
 def test_opendocument_pivot_tables_and_formulas_name_cells_as_translated(
@@ -1332,6 +1362,8 @@ def table_workbook(headers: list[str], item: str, caption: str) -> bytes:
     sheet["E2"] = "Orders"
     sheet["E3"] = "=A2"  # its last result, written below as Excel writes it: A2's text
     sheet["F1"] = caption
+    sheet["F2"] = '=A2&": "&B2'  # texts joined: last results written below, as Excel would,
+    sheet["F3"] = '=A2&"!"'  # and one that is not the join (stale): it stays
     from openpyxl.formatting.rule import Rule
     from openpyxl.worksheet.datavalidation import DataValidation
     check = DataValidation(type="list", formula1=f'"{item}, SKU-1"')
@@ -1395,10 +1427,12 @@ def table_workbook(headers: list[str], item: str, caption: str) -> bytes:
                     ("pivotTables/pivotTable1", "pivotTable"))))):
         end = "</Types>" if part.startswith("[") else "</Relationships>"
         members[part] = members[part].decode().replace(end, line + end).encode()
-    members["xl/worksheets/sheet1.xml"] = re.sub(
-        r'<c r="E3"><f>A2</f><v\s*/?>(?:</v>)?</c>',
-        f'<c r="E3" t="str"><f>A2</f><v>{item}</v></c>',
-        members["xl/worksheets/sheet1.xml"].decode()).encode()
+    worksheet = members["xl/worksheets/sheet1.xml"].decode()
+    for cell, result in (("E3", item), ("F2", f"{item}: 2"), ("F3", "stale")):
+        worksheet = re.sub(rf'<c r="{cell}"><f>(.*?)</f><v\s*/?>(?:</v>)?</c>',
+                           lambda m: f'<c r="{cell}" t="str"><f>{m.group(1)}</f>'
+                                     f'<v>{result}</v></c>', worksheet)
+    members["xl/worksheets/sheet1.xml"] = worksheet.encode()
     workbook = members["xl/workbook.xml"].decode()
     members["xl/workbook.xml"] = re.sub(
         r"(<calcPr[^>]*/>)", rf'\1<pivotCaches><pivotCache xmlns:r="{relations}" cacheId="1" '
@@ -1431,6 +1465,7 @@ def test_excel_tables_formulas_pivot_tables_and_filters_follow_their_cells(
     assert sheet["E1"].value == '=INDIRECT("Orders"&"!B2")'
     shown = openpyxl.load_workbook(io.BytesIO(data), data_only=True)["Orders"]
     assert shown["E3"].value == t_item  # a formula's last result, as the cell it shows
+    assert (shown["F2"].value, shown["F3"].value) == (f"{t_item}: 2", "stale")  # joined again
     assert [c.formula1 for c in sheet.data_validations.dataValidation] == [f'"{t_item}, SKU-1"']
     rule = next(iter(sheet.conditional_formatting)).rules[0]
     assert (rule.text, rule.formula) == (t_item, [f'NOT(ISERROR(SEARCH("{t_item}",A2)))'])

@@ -50,12 +50,30 @@ _FORMULAS = ("f", "formula", "formula1", "formula2", "calculatedColumnFormula",
 _ESCAPED = re.compile(r"_x([0-9A-Fa-f]{4})_")
 
 
-def follow(archive: zipfile.ZipFile, roots: dict, cells: dict[str, str], parse) -> set[str]:
+def shown_texts(roots: dict) -> dict[tuple[str, int, int], str]:
+    """Every text a sheet's cell shows, by (sheet part, row, column): what ``follow`` joins
+    formulas' results from, read before the cells are translated. A number counts as
+    written (a join that read it formatted is not its join, and is left to compute)."""
+    strings: list = next((root.findall(f"{_S}si") for kind, root in roots.values()
+                          if kind == "strings"), [])
+
+    def text(cell) -> str | None:
+        said = _shown(cell, strings)
+        number = cell.find(f"{_S}v") if cell.get("t", "n") == "n" else None
+        return said if said is not None else number.text if number is not None else None
+    return {(name, row, column): said for name, (kind, root) in roots.items() if kind == "sheet"
+            for (row, column), cell in _grid(root).items() if (said := text(cell)) is not None}
+
+
+def follow(archive: zipfile.ZipFile, roots: dict, cells: dict[str, str], parse,
+           shown: dict[tuple[str, int, int], str]) -> set[str]:
     """The copies of translated cells' texts in ``roots`` (part name -> (kind, root), kinds
     as ``aiayn.documents.sheets`` reads them) made to follow ``cells`` (a cell's text -> its
     translation), in place; the names of the parts changed. ``parse(name)``: a member's root,
-    for the relationships of a part."""
+    for the relationships of a part; ``shown``: the cells' texts before the translation
+    (``shown_texts``)."""
     changed: set[str] = set()
+    changed |= _joined_results_follow(roots, shown, cells)
     related = _Relations(archive, parse)
     renamed = _name_columns(roots, cells, related, changed)
     # a quoted text that names a sheet or a defined name is not a cell's copy
@@ -92,6 +110,34 @@ def follow(archive: zipfile.ZipFile, roots: dict, cells: dict[str, str], parse) 
             results = (c.find(f"{_S}v") for c in root.iter(f"{_S}c")
                        if c.get("t") == "str" and c.find(f"{_S}f") is not None)
             if _follow_text((v for v in results if v is not None), cells):
+                changed.add(name)
+    return changed
+
+
+def _joined_results_follow(roots: dict, before: dict[tuple[str, int, int], str],
+                           cells: dict[str, str]) -> set[str]:
+    """Each formula that joins cells of its sheet and quoted texts with ``&`` (``A2&"!"``)
+    keeps as its last result the join of their translations, where it was the join of their
+    texts, for readers that show it without computing: LibreOffice shows it as stored,
+    though ``fullCalcOnLoad`` asks Excel to compute it again. The sheets' parts changed."""
+    after = shown_texts(roots)
+    changed = set()
+    for name, (kind, root) in roots.items():
+        if kind != "sheet":
+            continue
+        for cell in root.iter(f"{_S}c"):
+            formula, value = cell.find(f"{_S}f"), cell.find(f"{_S}v")
+            pieces = formulas.joined(formula.text or "") if formula is not None else None
+            if not pieces or value is None or cell.get("t") != "str":
+                continue
+            old = [p if isinstance(p, str) else before.get((name, p[1], p[0])) for p in pieces]
+            new = [cells.get(p, p) if isinstance(p, str) else after.get((name, p[1], p[0]))
+                   for p in pieces]
+            if None in old or None in new:  # an empty cell, an error: left to compute
+                continue
+            was, now = "".join(x or "" for x in old), "".join(x or "" for x in new)
+            if was == (value.text or "") and now != was:
+                value.text = now
                 changed.add(name)
     return changed
 

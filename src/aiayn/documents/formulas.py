@@ -30,6 +30,36 @@ def follow_literals(formula: str, cells: dict[str, str], listed: bool = False) -
     return _LITERAL.sub(follow, formula)
 
 
+# a quoted text, or a cell of the formula's own sheet (OpenDocument's [.A1], Excel's A1),
+# then "&" or the end
+_JOINED = re.compile(r'\s*(?:"((?:[^"]|"")*)"|\[\.\$?([A-Z]{1,3})\$?(\d+)\]'
+                     r'|\$?([A-Z]{1,3})\$?(\d+)(?![\w(!.:\[]))\s*(&|$)')
+
+
+def joined(formula: str) -> list[str | tuple[int, int]] | None:
+    """A formula that only joins texts with ``&`` (``of:=[.A1]&"!"`` in OpenDocument,
+    ``A1&"!"`` in Excel: cells of its own sheet and quoted texts), as its pieces: a quoted
+    text, or a cell's (column, row), from 1; None for any other formula."""
+    body = formula.split("=", 1)[1] if formula.startswith(("of:=", "=")) else formula
+    pieces: list[str | tuple[int, int]] = []
+    at, joiner = 0, "&"
+    while at < len(body) and joiner:
+        match = _JOINED.match(body, at)
+        if match is None or match.end() == at:
+            return None
+        text, letters, digits, excel_letters, excel_digits, joiner = match.groups()
+        letters, digits = letters or excel_letters, digits or excel_digits
+        if text is not None:
+            pieces.append(text.replace('""', '"'))
+        else:
+            column = 0
+            for letter in letters:
+                column = column * 26 + ord(letter) - ord("A") + 1
+            pieces.append((column, int(digits)))
+        at = match.end()
+    return pieces if at == len(body) and pieces and not joiner else None
+
+
 def _spaced(item: str, cells: dict[str, str]) -> str:
     """A list's item followed, the spaces around it kept."""
     core = item.strip()

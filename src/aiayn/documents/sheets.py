@@ -104,9 +104,10 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
     # 1) the cells' strings and the notes, and the copies of the cells' text elsewhere;
     # 2) what a sheet says besides its cells; 3) text boxes and charts; 4) threaded
     # comments; 5) the language the properties name
+    shown = cell_copies.shown_texts(roots)
     changed, cells = _translate_strings(roots, job)
     changed |= cell_copies.follow(archive, roots, cells,
-                                  lambda name: _parse(archive, name, etree, what))
+                                  lambda name: _parse(archive, name, etree, what), shown)
     changed |= _translate_sheet_texts(roots, job)
     drawn = {name: root for name, (kind, root) in roots.items() if kind == "drawing"
              and any(t.text and t.text.strip() for t in root.iter(f"{_A}t"))}

@@ -3,7 +3,8 @@ and heading, in the body, tables, lists, frames, slides and their notes, headers
 translated with its styled spans and links carried by the markup path, as Word documents'
 runs are (``aiayn.documents.word``). A table cell that holds a number, a date or another
 value that is not text, or a formula, shows it as a paragraph: that paragraph stays as
-written (a spreadsheet's formulas give their results again when they are recalculated).
+written (a spreadsheet's formulas give their results again when they are recalculated), and
+what names the cells by their text elsewhere follows them (``aiayn.documents.ods_copies``).
 
 A paragraph whose children are text, ``text:span``, ``text:a``, ``text:s`` (spaces) and points
 between words (notes, tabs, line breaks, bookmarks) becomes one sentence of markup (``<span
@@ -37,7 +38,17 @@ from typing import Any
 from xml.parsers import expat
 
 from ..errors import UserError, require
-from . import Job, code_like, code_style, monospaced, prevailing, repack, spanned, stretches
+from . import (
+    Job,
+    code_like,
+    code_style,
+    monospaced,
+    ods_copies,
+    prevailing,
+    repack,
+    spanned,
+    stretches,
+)
 
 _TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _INLINE = {(_TEXT_NS, "span"), (_TEXT_NS, "a"), (_TEXT_NS, "s")}
@@ -78,7 +89,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
     paragraphs = [p for kind in (text.P, text.H) for p in document.getElementsByType(kind)
                   if teletype.extractText(p).strip() and not styles.code_paragraph(p)
                   and _within(p, document.topnode) and not _a_cell_value(p)]
-    cells = _cell_texts(document)
+    cells = ods_copies.cell_texts(document)
     whole = [p for p in paragraphs if _simple(p)]
     plans = [_markup(p, styles) for p in whole]
     translated = job.markup([markup for markup, _ in plans]) if plans else []
@@ -90,9 +101,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
         value = str(node)
         node.data = value[:len(value) - len(value.lstrip())] + translation + \
             value[len(value.rstrip()):]
-    _copies_follow(document, dict((before, after) for (_, before), after in
-                                  zip(cells, (text for _, text in _cell_texts(document)))
-                                  if before != after and before.strip()))
+    ods_copies.follow(document, cells)
     _relabel(document, job)
     written = {"content.xml": _named(_versioned(document.contentxml(),
                                                 archive.read("content.xml")),
@@ -293,86 +302,6 @@ def _a_cell_value(paragraph) -> bool:
                 or code_like(teletype.extractText(paragraph))
         node = node.parentNode
     return False
-
-
-def _cell_texts(document) -> list[tuple[Any, str]]:
-    """Each spreadsheet cell and its text, its paragraphs' on lines of their own."""
-    from odf import table, teletype
-    if getattr(document, "spreadsheet", None) is None:
-        return []
-    return [(cell, "\n".join(teletype.extractText(p) for p in cell.childNodes
-                             if getattr(p, "qname", None) == (_TEXT_NS, "p")))
-            for cell in document.spreadsheet.getElementsByType(table.TableCell)]
-
-
-# where a pivot table (a "data pilot") names its fields and their members by the cells' text
-_PILOT_NAMES = ("source-field-name", "name", "member-name", "field-name", "data-field")
-_CALCEXT_NS = "urn:org:documentfoundation:names:experimental:calc:xmlns:calcext:1.0"
-# formulas: a cell's, a validity's condition (its list of values), a conditional format's
-_FORMULAS = ((_TABLE_NS, "formula"), (_TABLE_NS, "condition"), (_CALCEXT_NS, "value"))
-
-
-def _copies_follow(document, cells: dict[str, str]) -> None:
-    """What names the spreadsheet's cells elsewhere follows their translation, as an Excel
-    workbook's does (``aiayn.documents.cell_copies``). A pivot table over the cells names its
-    fields by their header cells and its members by the cells' values: each name that is a
-    translated cell's text takes the translation, so that the table finds its fields when
-    it is refreshed (LibreOffice empties a table whose fields it cannot find); one over a
-    database is left alone. A formula's quoted text that is a cell's text (what it counts,
-    compares or looks up, a validity's list of values) is translated as the cell is, unless
-    it names a sheet or a named range, and so are a filter's value and a formula's last
-    result that is a cell's text."""
-    from odf import table
-
-    from .formulas import follow_literals
-    if not cells:
-        return
-    for pilot in document.spreadsheet.getElementsByType(table.DataPilotTable):
-        if not pilot.getElementsByType(table.SourceCellRange):
-            continue
-        for node in (n for n in _descendants(pilot) if n is not pilot):
-            for key in _PILOT_NAMES:
-                value = node.attributes.get((_TABLE_NS, key))
-                if value is not None and value in cells:
-                    node.attributes[(_TABLE_NS, key)] = cells[value]
-    nodes = list(_descendants(document.spreadsheet))
-    names = {n.attributes.get((_TABLE_NS, "name")) for n in nodes
-             if getattr(n, "qname", None) in ((_TABLE_NS, "table"), (_TABLE_NS, "named-range"),
-                                              (_TABLE_NS, "named-expression"))}
-    keys = {k: v for k, v in cells.items() if k not in names}
-    for node in nodes:
-        for attribute in _FORMULAS:
-            value = node.attributes.get(attribute)
-            if value and '"' in value:
-                node.attributes[attribute] = follow_literals(value, keys)
-        value = node.attributes.get((_TABLE_NS, "value"))  # a filter's value: a cell's text
-        if getattr(node, "qname", None) == (_TABLE_NS, "filter-condition") and value in cells:
-            node.attributes[(_TABLE_NS, "value")] = cells[value]
-        if getattr(node, "qname", None) in _CELLS and (_TABLE_NS, "formula") in node.attributes:
-            _shown_result_follows(node, cells)
-
-
-def _shown_result_follows(cell, cells: dict[str, str]) -> None:
-    """A formula's last result, where it is a translated cell's text (a lookup, ``=A1``, an
-    ``IF`` that picks a cell), shown as that cell is now: OpenDocument has no flag that asks
-    for the formulas to be computed again on opening, as Excel's ``fullCalcOnLoad`` does."""
-    from odf import teletype
-    from odf.element import Text
-    result = cell.attributes.get((_OFFICE_NS, "string-value"))
-    if result in cells:
-        cell.attributes[(_OFFICE_NS, "string-value")] = cells[result]
-    for paragraph in (c for c in cell.childNodes if getattr(c, "qname", None) == (_TEXT_NS, "p")):
-        said = teletype.extractText(paragraph)
-        texts = [c for c in paragraph.childNodes if isinstance(c, Text)]
-        if said in cells and len(texts) == len(paragraph.childNodes) == 1:
-            texts[0].data = cells[said]
-
-
-def _descendants(node):
-    yield node
-    for child in getattr(node, "childNodes", []):
-        if getattr(child, "qname", None) is not None:
-            yield from _descendants(child)
 
 
 def _detach(element) -> None:
