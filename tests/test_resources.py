@@ -110,6 +110,29 @@ def test_plurals_get_the_target_language_s_forms():
                                     "many": "%d plików", "other": "%d plików"}}}
 
 
+def test_i18next_plurals_get_the_target_languages_forms():
+    """i18next's JSON v4 plurals (``files_one``, ``files_other``): Polish's "few" and "many"
+    added from "other", before it; an ordinal's forms and a lone "_other" key left alone.
+    An object of plural forms gets them too."""
+    words = {"{{count}} file": "{{count}} plik", "{{count}} files": "{{count}} plików",
+             "First": "Pierwszy", "Other things": "Inne rzeczy"}
+    source = {"menu": {"files_one": "{{count}} file", "files_other": "{{count}} files"},
+              "place_ordinal_one": "First", "place_ordinal_other": "First",
+              "see_other": "Other things", "saved": {"one": "{{count}} file", "other":
+                                                       "{{count}} files"}}
+    out = translate_document(Dictionary(words), json.dumps(source, indent=2).encode(), ".json")
+    assert json.loads(out) == {
+        "menu": {"files_one": "{{count}} plik", "files_few": "{{count}} plików",
+                 "files_many": "{{count}} plików", "files_other": "{{count}} plików"},
+        "place_ordinal_one": "Pierwszy", "place_ordinal_other": "Pierwszy",
+        "see_other": "Inne rzeczy",
+        "saved": {"one": "{{count}} plik", "other": "{{count}} plików", "few": "{{count}} plików",
+                  "many": "{{count}} plików"}}  # (an object of forms: counterpart's)
+    assert list(json.loads(out)["menu"]) == ["files_one", "files_few", "files_many",
+                                              "files_other"]
+    assert out.decode().startswith('{\n  "menu": {\n    "files_one"')  # indented as it came
+
+
 def test_icu_messages_translate_their_branches_and_keep_their_arguments():
     """An ICU message (Flutter's .arb), and html10n's plural macro: the text around its
     arguments and inside each branch translated apart, the arguments and the number sign

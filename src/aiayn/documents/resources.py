@@ -103,6 +103,8 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
         # own translations are written so); beyond 16 bits, as UTF-16's two halves
         out = re.sub(r"[^\x00-\x7f]", lambda m: "".join(
             f"\\U{unit:04X}" for unit in _utf16(m.group())), out.decode("utf-8")).encode("ascii")
+    if type(store).__name__ == "JsonNestedFile" and tags:  # (not .arb, not messages.json)
+        out = _json_plurals(out, store.dump_args, plural_categories(job) or [])
     if named and pair:  # .arb: the file's language is the target's now
         out = re.sub(rb'("@@locale"\s*:\s*")' + re.escape(named.encode()) + rb'"',
                      lambda m: m.group(1) + pair["target"].encode() + b'"', out, count=1)
@@ -211,6 +213,38 @@ def _translate_yaml(data: bytes, job: Job) -> bytes:
                       lambda m: m.group(0).replace(named.encode(), pair["target"].encode()),
                       text, count=1, flags=re.MULTILINE)
     return text
+
+
+def _json_plurals(out: bytes, dump_args: dict, tags: list[str]) -> bytes:
+    """A JSON file's plurals given the target language's missing forms, each from "other":
+    i18next's (JSON v4: ``files_one``, ``files_other`` side by side; i18next asks for
+    ``files_few`` in Polish and, not finding it, shows the key), and an object of plural
+    forms (``{"one": ..., "other": ...}``, counterpart's, as in Element's strings)."""
+    def fill(node):
+        if isinstance(node, list):
+            return [fill(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {key: fill(value) for key, value in node.items()}
+        if node and set(node) <= _PLURALS and "other" in node:
+            fill_from_other(node, tags)
+            return node
+        for key in [k for k in node if k.endswith("_other") and not k.endswith("_ordinal_other")]:
+            base = key[:-len("other")]
+            if not any(k != key and k.startswith(base) and k[len(base):] in _PLURALS
+                       for k in node):
+                continue  # a word ending in "_other", not a plural
+            missing = [t for t in tags if base + t not in node]
+            items = list(node.items())
+            at = [k for k, _ in items].index(key)
+            items[at:at] = [(base + t, node[key]) for t in missing]
+            node = dict(items)
+        return node
+    tree = json.loads(out.decode("utf-8"))
+    filled = fill(tree)
+    if filled == tree:
+        return out
+    return (json.dumps(filled, **dump_args) + "\n").encode("utf-8")
 
 
 def fill_from_other(plural: dict, tags: list[str]) -> None:
