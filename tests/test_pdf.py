@@ -189,6 +189,47 @@ def test_a_paragraph_over_lines_is_translated_whole_and_set_in_its_place(
     assert sum(o.type == pdfium.raw.FPDF_PAGEOBJ_PATH for o in page.get_objects()) == 1
 
 
+def marked_text(data: bytes) -> dict[int, str]:
+    """The text a page's content draws inside each marked-content sequence with an MCID (what
+    a tagged PDF's structure tree reads), as pypdf parses the content stream."""
+    from pypdf import PdfReader
+    from pypdf.generic import ContentStream
+    reader = PdfReader(io.BytesIO(data))
+    page = reader.pages[0]
+    found: dict[int, str] = {}
+    open_ids: list[int | None] = []
+    for operands, operator in ContentStream(page.get_contents(), reader).operations:
+        if operator == b"BDC":
+            properties = operands[1]
+            if not hasattr(properties, "get"):  # a name in the page's /Properties
+                properties = page["/Resources"]["/Properties"][properties]
+            open_ids.append(properties.get("/MCID"))
+        elif operator == b"BMC":
+            open_ids.append(None)
+        elif operator == b"EMC":
+            open_ids.pop()
+        elif operator in (b"Tj", b"TJ") and open_ids and open_ids[-1] is not None:
+            strings = operands[0] if operator == b"TJ" else operands
+            said = "".join(bytes(x.original_bytes).decode("latin-1") for x in strings
+                           if hasattr(x, "original_bytes"))
+            found[open_ids[-1]] = found.get(open_ids[-1], "") + said
+    return found
+
+
+def test_a_tagged_pdf_s_structure_reads_the_translation(toy_model, translator, tmp_path):
+    """A tagged PDF ties its text to its structure tree by marked content (MCIDs): the text
+    set anew carries its paragraph's marks, its words with spaces between them, so the tree
+    reads the translation (screen readers read the tree)."""
+    page = "\n".join([f"/H1 <</MCID 0>> BDC {text('H', 16, 72, 700, SENTENCES[0])} EMC",
+                      f"/P <</MCID 1>> BDC {text('R', 11, 72, 650, SENTENCES[5])} EMC"])
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([page], catalog="/MarkInfo << /Marked true >> "))
+    assert marked_text(path.read_bytes()) == {0: SENTENCES[0], 1: SENTENCES[5]}
+    out = marked_text(run(toy_model, path, tmp_path / "out.pdf"))
+    t = translator.translate_markup([SENTENCES[0], SENTENCES[5]])
+    assert {k: " ".join(v.split()) for k, v in out.items()} == {0: t[0], 1: t[1]}
+
+
 def test_a_right_aligned_line_still_ends_where_it_did(toy_model, translator, tmp_path):
     path = tmp_path / "in.pdf"
     path.write_bytes(pdf_file([page_of_paragraphs()]))

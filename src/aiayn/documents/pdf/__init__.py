@@ -21,7 +21,8 @@ The translation is set in the PDF standard fonts (Helvetica, Times, Courier, in 
 and italic) that every reader has, chosen by the original font's kind. They hold the Latin
 letters of Western European languages; a translation with other letters needs a Unicode font
 (DejaVu), embedded where found. Pictures, drawings, links and form fields stay as they are. A
-page whose content PDFium cannot write again as it drew it is left as it was.
+tagged PDF's structure tree reads the translation (``pdf.marks``). A page whose content PDFium
+cannot write again as it drew it is left as it was.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 from ...errors import UserError, require
 from .. import Job, stretches
-from . import blocks, setting
+from . import blocks, marks, setting
 
 
 def translate_pdf(data: bytes, job: Job) -> bytes:
@@ -77,12 +78,19 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         # numbers and dots drawn by the same commands as translated text: drawn again as
         # they were (a contents line's leader and page number)
         redrawn = [p for p in signs[number] if blocks.objects(p) & taken]
+        # a tagged PDF's marks, which tie the text to its structure tree's elements
+        marked = {id(p): marks.prevailing(_objects(page, blocks.objects(p), raw), raw)
+                  for p, _, _ in mine}
         gone = _remove(page, taken.union(*map(blocks.objects, redrawn)), raw)
         linked: dict[int, list[setting.Box]] = {}
         for paragraph, pieces, plan in mine:
+            first = raw.FPDFPage_CountObjects(page.raw)
             for span, box in writer.set(page, paragraph, pieces, plan.styles):
                 if span in plan.links:
                     linked.setdefault(plan.links[span], []).append(box)
+            for k in range(first, raw.FPDFPage_CountObjects(page.raw)):
+                marks.put(document.raw, raw.FPDFPage_GetObject(page.raw, k),
+                          marked[id(paragraph)], raw)
         for paragraph in redrawn:
             writer.again(page, paragraph)
         setting.relink(page, raw, linked)
@@ -154,12 +162,15 @@ def _differs(a, b) -> bool:
     return bool(np.mean(np.abs(a.astype(np.int16) - b.astype(np.int16)) > 32) > 0.002)
 
 
+def _objects(page, addresses: set[int], raw) -> list:
+    """The page's objects at ``addresses``, in the page's order."""
+    found = (raw.FPDFPage_GetObject(page.raw, k)
+             for k in range(raw.FPDFPage_CountObjects(page.raw)))
+    return [obj for obj in found if ctypes.addressof(obj.contents) in addresses]
+
+
 def _remove(page, objects: set[int], raw) -> list:
     """Takes the objects at ``objects``' addresses (text, and the rules underlining it) off
     the page; returns them, to be destroyed once nothing reads them."""
-    gone = []
-    for k in reversed(range(raw.FPDFPage_CountObjects(page.raw))):
-        obj = raw.FPDFPage_GetObject(page.raw, k)
-        if ctypes.addressof(obj.contents) in objects and raw.FPDFPage_RemoveObject(page.raw, obj):
-            gone.append(obj)
-    return gone
+    return [obj for obj in reversed(_objects(page, objects, raw))
+            if raw.FPDFPage_RemoveObject(page.raw, obj)]

@@ -112,7 +112,8 @@ class Writer:
                 break
             scale = max(_SMALLEST, scale - 0.05)
         for k, row in enumerate(laid):
-            boxes += self.place(page, row, lines[0].baseline - k * step, scale)
+            boxes += self.place(page, row, lines[0].baseline - k * step, scale,
+                                last=k == len(laid) - 1)
         return boxes
 
     def again(self, page, paragraph: Paragraph) -> None:
@@ -120,7 +121,7 @@ class Writer:
         for line in paragraph.lines:
             self.place(page, [(x, style, c, None) for c, style, x in
                               zip(line.text, line.styles, line.origins) if not c.isspace()],
-                       line.baseline)
+                       line.baseline, words=False)
 
     def aligned(self, page, paragraph: Paragraph,
                 words: list[list[Piece]]) -> list[tuple[int | None, Box]]:
@@ -155,16 +156,28 @@ class Writer:
         return [row for row in rows if row]
 
     def place(self, page, row: list[tuple[float, Style, str, int | None]], baseline: float,
-              scale: float = 1.0) -> list[tuple[int | None, Box]]:
+              scale: float = 1.0, last: bool = True,
+              words: bool = True) -> list[tuple[int | None, Box]]:
         """Draws a line's pieces (x, style, text, span) on the page at ``baseline``, their
-        sizes times ``scale``; returns each piece's span and box."""
+        sizes times ``scale``; returns each piece's span and box. Where the pieces are
+        ``words``, the spaces between them are text too, though they draw nothing: a word
+        after a space starts with it (set a space's width to the left, where ``lay`` left
+        that space), and the line's last piece ends with one where the paragraph goes on
+        (``last`` false), as a line set by Writer or Word does. Text read from the content
+        alone, as a tagged PDF's structure is read aloud, then has its words apart."""
         boxes = []
-        for x, style, text, span in row:
+        end = None  # where the piece before ended
+        for k, (x, style, text, span) in enumerate(row):
             font = self.font(style.kind, style.bold, style.italic, text)
             size = style.size * scale
-            obj = self.text_object(font, text, size)
+            spaced = words and end is not None and x > end + 0.01
+            shown = (" " if spaced else "") + text + \
+                (" " if words and not last and k + 1 == len(row) else "")
+            obj = self.text_object(font, shown, size)
             self.raw.FPDFPageObj_SetFillColor(obj, *style.color)
-            self.raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, baseline)
+            shift = self.width(style, " ", size) if spaced else 0.0
+            self.raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x - shift, baseline)
+            end = x + self.width(style, text, size)
             self.raw.FPDFPage_InsertObject(page.raw, obj)
             boxes.append((span, (x, baseline - 0.25 * size,
                                  x + self.width(style, text, size), baseline + 0.85 * size)))
