@@ -23,7 +23,9 @@ language pack) are read by Mozilla's ``fluent.runtime``, each message formatted 
 ``\n`` line breaks for JavaScript) are read by PHP itself (``php``, Debian's php-cli).
 GNUstep's own Apple .strings files (Debian's gnustep-gui-common and gnustep-base-common,
 ``Resources/{English,German}.lproj/Localizable.strings``) are read by GNUstep's
-property-list parser (``plparse``, ``plget``; Debian's gnustep-base-runtime).
+property-list parser (``plparse``, ``plget``; Debian's gnustep-base-runtime). An Android
+app's ``strings.xml`` is read by lxml (libxml2), its CDATA sections' tags compared as HTML
+reads them.
 
     python benchmarks/resources_roundtrip.py --checkpoint RUN \
         --source omni/localization/en-US/browser/preferences/preferences.ftl \
@@ -36,6 +38,7 @@ property-list parser (``plparse``, ``plget``; Debian's gnustep-base-runtime).
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import tempfile
@@ -249,6 +252,71 @@ def read_strings(paths: list[Path]) -> list[dict[str, str]]:
     return read
 
 
+def html_kept(source: str, target: str) -> bool:
+    """Whether ``target`` keeps ``source``'s placeholders and tags, a tag as HTML reads it:
+    its name and attributes, however quoted (Android drops a bare quote and reads ``\\"`` as
+    one), ``<br />`` as ``<br>``; text's escapes (``&amp;``, ``&lt;``) are text."""
+    from collections import Counter
+
+    from aiayn.placeholders import find
+
+    def read(text: str) -> Counter:
+        found = Counter()
+        for item in find(text):
+            tag = re.match(r"<(/?)(\w+)(.*?)/?>$", item, re.S)
+            if tag:
+                values = re.findall(r'(\w+)\s*=\s*\\?"?([^"\\\s>]*)', tag.group(3))
+                found[(tag.group(1), tag.group(2).lower(), tuple(sorted(values)))] += 1
+            elif item not in ("&amp;", "&lt;", "&gt;", "&quot;"):
+                found[item] += 1
+        return found
+    return read(source) == read(target)
+
+
+def read_android(paths: list[Path]) -> list[dict[str, str]]:
+    """Each Android strings file's texts by name (a plural's by "name/quantity", an array's
+    by "name[k]"), as libxml2 reads them through lxml (entities resolved, CDATA as text),
+    with "!fixed NAME" for each string marked ``translatable="false"`` and "!apostrophes
+    NAME" for each text outside CDATA with an apostrophe Android's aapt2 refuses (one not
+    escaped, outside double quotes)."""
+    from lxml import etree
+
+    def bare_apostrophe(raw: str) -> bool:
+        quoted = False
+        for k, char in enumerate(raw):
+            if char == '"' and (k == 0 or raw[k - 1] != "\\"):
+                quoted = not quoted
+            elif char == "'" and not quoted and (k == 0 or raw[k - 1] != "\\"):
+                return True
+        return False
+    read = []
+    for path in paths:
+        root = etree.fromstring(path.read_bytes(), etree.XMLParser(resolve_entities=True,
+                                                                   strip_cdata=False))
+        out: dict[str, str] = {}
+        for element in root:
+            name = element.get("name")
+            if not isinstance(element.tag, str) or name is None:
+                continue
+            if element.tag == "string":
+                texts = {name: element}
+            elif element.tag == "plurals":
+                texts = {f"{name}/{i.get('quantity')}": i for i in element.iter("item")}
+            elif element.tag == "string-array":
+                texts = {f"{name}[{k}]": i for k, i in enumerate(element.iter("item"))}
+            else:
+                continue
+            for key, node in texts.items():
+                out[key] = " ".join("".join(node.itertext()).split())
+                raw = etree.tostring(node, encoding="unicode", with_tail=False)
+                if element.get("translatable") == "false":
+                    out[f"!fixed {key}"] = out[key]
+                if "<![CDATA[" not in raw and bare_apostrophe("".join(node.itertext())):
+                    out[f"!apostrophes {key}"] = "yes"
+        read.append(out)
+    return read
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -278,9 +346,15 @@ def main() -> None:
             read_yaml(paths) if suffix in (".yml", ".yaml") else \
             read_fluent(paths) if suffix == ".ftl" else \
             read_php(paths) if suffix == ".php" else \
-            read_strings(paths) if suffix == ".strings" else read_json(paths)
+            read_strings(paths) if suffix == ".strings" else \
+            read_android(paths) if suffix == ".xml" else read_json(paths)
         code = [php_code(path) for path in paths[:2]] if suffix == ".php" else []
     source, target = read[0], read[1]
+    if suffix == ".xml":  # Android: the checks' entries apart
+        fixed = [k for k in source if k.startswith("!fixed ")]
+        bare = [sum(k.startswith("!apostrophes ") for k in r) for r in (source, target)]
+        source = {k: v for k, v in source.items() if not k.startswith("!")}
+        target = {k: v for k, v in target.items() if not k.startswith("!")}
     if suffix == ".ftl":  # placeables compared as Fluent's references, not as text
         refs = {k[6:] for k in source if k.startswith("!refs ") and source[k]}
         fluent = ({k: v for k, v in source.items() if not k.startswith("!")},
@@ -294,15 +368,19 @@ def main() -> None:
     holding = [k for k in words if find(source[k])] if suffix != ".ftl" else \
         [k for k in words if k in refs]
     opening = ("#", "/*") if suffix == ".strings" else ("#",)
-    comments = [line for line in data.decode("latin-1").splitlines()
+    comments = [line.strip() for line in data.decode("latin-1").splitlines()
                 if line.lstrip().startswith(opening)]
-    comments_out = [line for line in out.decode("latin-1").splitlines()
+    comments_out = [line.strip() for line in out.decode("latin-1").splitlines()
                     if line.lstrip().startswith(opening)]
+    if suffix == ".xml":  # XML's comments, wherever the writer put them
+        comments = re.findall(r"<!--.*?-->", data.decode("utf-8"), re.S)
+        comments_out = re.findall(r"<!--.*?-->", out.decode("utf-8"), re.S)
     print(f"\nfile: {args.source} ({len(source)} properties, {len(words)} with a letter, "
           f"{len(holding)} with placeholders or markup)")
     print("| check | result |\n|---|---:|")
     reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML",
-              ".ftl": "fluent.runtime", ".php": "PHP", ".strings": "GNUstep"}.get(
+              ".ftl": "fluent.runtime", ".php": "PHP", ".strings": "GNUstep",
+              ".xml": "lxml (libxml2)"}.get(
                   suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
@@ -328,9 +406,18 @@ def main() -> None:
         print(f"| placeholders and markup kept (as text, formatted) | "
               f"{sum(kept(source[k], target.get(k, '')) for k in words if find(source[k]))}"
               f"/{sum(bool(find(source[k])) for k in words)} |")
+    elif suffix == ".xml":  # HTML in a CDATA section compared as HTML reads it
+        print(f"| placeholders and markup kept (tags as HTML reads them) | "
+              f"{sum(html_kept(source[k], target.get(k, '')) for k in holding)}"
+              f"/{len(holding)} |")
     else:
         print(f"| placeholders and markup kept | "
               f"{sum(kept(source[k], target.get(k, '')) for k in holding)}/{len(holding)} |")
+    if suffix == ".xml":
+        print(f"| strings marked translatable=\"false\" as they were | "
+              f"{sum(source[k[7:]] == target.get(k[7:]) for k in fixed)}/{len(fixed)} |")
+        print(f"| texts with an apostrophe aapt2 refuses, source and translation | "
+              f"{bare[0]}, {bare[1]} |")
     if suffix == ".php":  # everything but the strings, byte for byte, as PHP splits it
         print(f"| code, comments and layout outside the strings as they were (PHP's "
               f"tokenizer) | {'yes' if code[0] == code[1] else 'NO'} |")

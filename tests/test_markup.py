@@ -290,6 +290,16 @@ def test_punctuation_after_kept_code_stays_outside_it():
     assert out == "(<code>a.b</code>) setzen."
 
 
+def test_no_break_spaces_before_and_after_a_segment_s_sentences_stay():
+    """An indent written with &nbsp; (Android's and old pages' way) is not a sentence's: it
+    stays where it was, around the translation."""
+    doc = Document("<br>&nbsp;&nbsp;<strong>x y</strong>&nbsp;<p>&nbsp;a b</p>", "html",
+                   language="en")
+    assert doc.sources == ["x y", "a b"]
+    assert doc.render(["X Y", "A B"]) == \
+        "<br>&nbsp;&nbsp;<strong>X Y</strong>&nbsp;<p>&nbsp;A B</p>"
+
+
 def test_code_over_part_of_a_word_keeps_the_rest_of_the_word():
     """Code over part of a word (a file's name, a package's) stays in the translated word
     that holds its text, the rest of that word as translated; where none holds it, the

@@ -110,6 +110,26 @@ def test_plurals_get_the_target_language_s_forms():
                                     "many": "%d plików", "other": "%d plików"}}}
 
 
+def test_android_html_in_cdata_goes_through_the_markup_path(toy_model, translator, tmp_path):
+    """An Android strings file that declares entities in its DOCTYPE (as apps do for
+    &nbsp;) is still Android's: an untranslatable string stays, and a CDATA section's HTML
+    is translated through the markup path (its <br> parts sentences, its tags placed), its
+    line breaks read as Android reads them, spaces."""
+    html = f"<b>{SENTENCES[0]}</b><br>{SENTENCES[1]}"
+    strings = (f'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE resources [\n'
+               f'    <!ENTITY nbsp "&#160;">\n]>\n<resources>\n'
+               f'    <string name="app" translatable="false">{SENTENCES[2]}</string>\n'
+               f'    <string name="about"><![CDATA[\n        {html.replace("<br>", "<br>  ")}'
+               f'\n    ]]></string>\n    <string name="title">{SENTENCES[3]}</string>\n'
+               f'</resources>\n')
+    (tmp_path / "strings.xml").write_text(strings)
+    out = etree.fromstring(run(toy_model, tmp_path / "strings.xml", tmp_path / "es.xml"))
+    assert out.xpath("//string[@name='app']/text()") == [SENTENCES[2]]
+    assert out.xpath("//string[@name='about']/text()") == \
+        translator.translate_markup([html.replace("<br>", "<br> ")], "html", fragments=True)
+    assert out.xpath("//string[@name='title']/text()") == translator.translate([SENTENCES[3]])
+
+
 def test_i18next_plurals_get_the_target_languages_forms():
     """i18next's JSON v4 plurals (``files_one``, ``files_other``): Polish's "few" and "many"
     added from "other", before it; an ordinal's forms and a lone "_other" key left alone.

@@ -66,13 +66,22 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
              and not u.isheader() and _texts(u.source) and not (bilingual and (
                  u.isobsolete() or (any(t.strip() for t in _texts(u.target))
                                     and not job.overwrite)))]
+    # Android's CDATA sections hold HTML (for Html.fromHtml): translated through the markup
+    # path, whose <br> and <p> part sentences; their line breaks are spaces, as Android reads
+    # them
+    cdata = set(re.findall(rb'<(?:string|plurals)\b[^>]*\bname="([^"]*)"[^>]*>\s*<!\[CDATA\[',
+                           data)) if suffix == ".xml" else set()
+    units = [(u, [" ".join(t.split()) for t in sources] if u.getid().encode() in cdata
+              else sources) for u, sources in units]
     pair = job.translator.languages
     if pair and not (bilingual and store.gettargetlanguage()):
         store.settargetlanguage(pair["target"])
     tags = store.get_plural_tags() if pair else None  # the target language's plural forms
     items = _array_items(store) if suffix == ".xml" else []
     texts = [t for _, sources in units for t in sources] + [t for _, t in items]
-    done = iter(translated_values(texts, job))
+    html = [u.getid().encode() in cdata for u, sources in units for _ in sources] + \
+        [False] * len(items)
+    done = iter(_translated(texts, html, job))
     for unit, sources in units:
         translated = [t for _, t in zip(sources, done)]
         if bilingual and unit.hasplural():  # Qt: one source, "%n file(s)", for every form
@@ -299,6 +308,15 @@ def translated_values(texts: list[str], job: Job) -> list[str]:
     return out
 
 
+def _translated(texts: list[str], html: list[bool], job: Job) -> list[str]:
+    """Values translated: those marked ``html`` through the markup path, as fragments of a
+    page, the rest as values are (``translated_values``)."""
+    plain = iter(translated_values([t for t, h in zip(texts, html) if not h], job))
+    marked = iter(job.markup([t for t, h in zip(texts, html) if h], "html", fragments=True)
+                  if any(html) else [])
+    return [next(marked) if h else next(plain) for h in html]
+
+
 def plural_categories(job: Job) -> list[str] | None:
     """The target language's plural categories (CLDR's, as translate-toolkit lists them,
     "other" last), where the model's pair is known."""
@@ -350,7 +368,9 @@ def _a(kind: str) -> str:
 
 def android(data: bytes) -> bool:
     """Whether an .xml file is Android's string resources (a ``resources`` root)."""
-    head = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", data[:4096], flags=re.S)
+    # (a DOCTYPE may declare entities in brackets: Android's strings files name &nbsp; so)
+    head = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\]\s*)?>", b"",
+                  data[:4096], flags=re.S)
     return re.match(rb"\s*<resources[\s>]", head) is not None
 
 

@@ -60,13 +60,17 @@ class _Unit:
 class _Segment:
     """Inline content between block boundaries: its units, joined by a space, between the
     whitespace it had around it; the entities its text was written with, and whether to
-    write ">" as one (a ">" in text need not be: where the source has it bare, it stays so)."""
+    write ">" as one (a ">" in text need not be: where the source has it bare, it stays so);
+    the text before its first sentence and after its last (no-break spaces, an indent that
+    ``&nbsp;`` wrote), kept."""
 
     units: list[int]
     lead: str
     trail: str
     entities: dict[str, str]
     greater: bool = True
+    before: str = ""
+    after: str = ""
 
 
 @dataclass
@@ -238,7 +242,8 @@ class Document:
                 if len(char) == 1 and char not in "&<>\"'":
                     entities[char] = entity
         self._items.append(_Segment(self._sentences(plain, spans), lead, trail, entities,
-                                    not bare))
+                                    not bare, plain[:len(plain) - len(plain.lstrip())],
+                                    plain[len(plain.rstrip()):]))
 
     def _sentences(self, plain: str, spans: list[Span]) -> list[int]:
         """Units of a segment's text: its sentences, those a span crosses joined."""
@@ -328,7 +333,8 @@ class Document:
                                                                len(target.split()))
                     parts.append(place(unit.text, unit.spans, target, pairs, escape_text=write,
                                        fallback=fallback.get(i, [])))
-                out.append(item.lead + " ".join(p for p in parts if p) + item.trail)
+                out.append(item.lead + write(item.before) + " ".join(p for p in parts if p)
+                           + write(item.after) + item.trail)
         return "".join(out)
 
 
