@@ -245,6 +245,23 @@ QT = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
+def test_qt_keyboard_accelerators_are_put_back_on_the_translation():
+    """A Qt message's accelerator ("&File") is taken out before translation and put back:
+    on the same letter where a word of the translation begins with it, else on its first
+    letter; "&&" (an ampersand) and an entity are text."""
+    from translate.storage import ts2
+    words = {"File": "Plik", "Save As...": "Zapisz jako...", "Exit": "Wyjdź",
+             "Tom && Jerry": "Tom && Jerry"}
+    messages = "".join(f"<message><source>{s}</source><translation type=\"unfinished\">"
+                       f"</translation></message>" for s in
+                       ("&amp;File", "Save &amp;As...", "E&amp;xit", "Tom &amp;&amp; Jerry"))
+    ts = (f'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE TS>\n<TS version="2.1" '
+          f'language="pl"><context><name>Menu</name>{messages}</context></TS>\n')
+    out = ts2.tsfile.parsestring(translate_document(Dictionary(words), ts.encode(), ".ts"))
+    assert [str(u.target) for u in out.units] == ["&Plik", "&Zapisz jako...", "&Wyjdź",
+                                                   "Tom && Jerry"]
+
+
 def test_qt_ts_files_are_filled_as_catalogs(toy_model, translator, tmp_path):
     """A Qt Linguist file: messages without a translation get one, marked unfinished; one
     with a translation stays (and vanished ones); a plural message gets every form; with

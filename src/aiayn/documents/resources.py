@@ -81,7 +81,12 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
     texts = [t for _, sources in units for t in sources] + [t for _, t in items]
     html = [u.getid().encode() in cdata for u, sources in units for _ in sources] + \
         [False] * len(items)
-    done = iter(_translated(texts, html, job))
+    # Qt's keyboard accelerators ("&File"): taken out, and put back on a letter of the
+    # translation, the same letter where it has it
+    keys = [_accelerator(t) if bilingual else None for t in texts]
+    texts = [t[:key[0]] + t[key[0] + 1:] if key else t for t, key in zip(texts, keys)]
+    done = iter([_accelerated(t, key[1]) if key else t
+                 for t, key in zip(_translated(texts, html, job), keys)])
     for unit, sources in units:
         translated = [t for _, t in zip(sources, done)]
         if bilingual and unit.hasplural():  # Qt: one source, "%n file(s)", for every form
@@ -315,6 +320,26 @@ def _translated(texts: list[str], html: list[bool], job: Job) -> list[str]:
     marked = iter(job.markup([t for t, h in zip(texts, html) if h], "html", fragments=True)
                   if any(html) else [])
     return [next(marked) if h else next(plain) for h in html]
+
+
+def _accelerator(text: str) -> tuple[int, str] | None:
+    """Where a text's one keyboard accelerator is (Qt's "&" before a letter or digit) and its
+    letter; None for none, for several and for a text with "&&" (an ampersand itself)."""
+    found = [m.start() for m in re.finditer(r"&(?=[^\W_])", text)]
+    if len(found) != 1 or "&&" in text or re.search(r"&#?\w+;", text):
+        return None
+    return found[0], text[found[0] + 1]
+
+
+def _accelerated(text: str, letter: str) -> str:
+    """``text`` with an accelerator: before ``letter`` where a word of it begins with that
+    letter (either case), else before its first letter or digit ("&Bearbeiten" for
+    "&Edit", as translators choose)."""
+    for pattern in (rf"(?<![^\W_]){re.escape(letter)}", r"[^\W_]"):
+        match = re.search(pattern, text, re.IGNORECASE)
+        if match:
+            return text[:match.start()] + "&" + text[match.start():]
+    return text
 
 
 def plural_categories(job: Job) -> list[str] | None:
