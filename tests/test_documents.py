@@ -1961,6 +1961,7 @@ def test_translate_file_through_libretranslate_aio(toy_model, tmp_path):
              "in.xliff": XLIFF2.encode(),
              "in.txt": f"{SENTENCES[0]}\n\n{SENTENCES[1]}\n".encode(),
              "in.srt": f"1\n00:00:01,000 --> 00:00:02,000\n{SENTENCES[2]}\n".encode(),
+             "in.vtt": f"WEBVTT\n\n00:01.000 --> 00:02.000\n{SENTENCES[3]}\n".encode(),
              "in.html": f"<p>{SENTENCES[3]} <b>{SENTENCES[4]}</b></p>".encode(),
              "in.md": f"# {SENTENCES[0]}\n\n{SENTENCES[1]} **{SENTENCES[2]}**\n".encode(),
              "in.json": f'{{"menu": {{"open": "{SENTENCES[3]}"}}}}'.encode(),

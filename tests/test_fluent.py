@@ -7,9 +7,8 @@ from fluent.runtime import FluentBundle, FluentResource
 from fluent.syntax import FluentParser, ast
 
 from aiayn.documents import translate_document
-from aiayn.errors import UserError
 from tests.test_documents import run
-from tests.test_resources import SENTENCES, Dictionary
+from tests.test_resources import SENTENCES, Dictionary, refused
 
 FTL = """\
 ### The downloads panel.
@@ -124,12 +123,4 @@ def test_fluent_file_through_the_command_line(toy_model, tmp_path):
     (b"a = caf\xe9\n", r"not a Fluent \(\.ftl\) file: not UTF-8"),
 ])
 def test_bad_fluent_files_are_one_line_and_write_nothing(toy_model, tmp_path, data, message):
-    with pytest.raises(UserError, match=message) as caught:
-        translate_document(Dictionary({}), data, ".ftl")
-    assert "\n" not in str(caught.value)
-    path, out = tmp_path / "en.ftl", tmp_path / "es.ftl"
-    path.write_bytes(data)
-    from aiayn.cli import main
-    assert main(["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
-                 str(path), "-o", str(out)]) != 0
-    assert not out.exists()
+    refused(toy_model, tmp_path, data, ".ftl", message)

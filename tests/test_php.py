@@ -9,9 +9,8 @@ import subprocess
 import pytest
 
 from aiayn.documents import translate_document
-from aiayn.errors import UserError
 from tests.test_documents import run
-from tests.test_resources import SENTENCES, Dictionary
+from tests.test_resources import SENTENCES, Dictionary, refused
 
 LARAVEL = r"""<?php
 
@@ -100,12 +99,4 @@ def test_php_file_through_the_command_line(toy_model, tmp_path):
     (b"<?php\n$a = 'caf\xe9';\n", "not a PHP file: not UTF-8"),
 ])
 def test_bad_php_files_are_one_line_and_write_nothing(toy_model, tmp_path, data, message):
-    with pytest.raises(UserError, match=message) as caught:
-        translate_document(Dictionary({}), data, ".php")
-    assert "\n" not in str(caught.value)
-    path, out = tmp_path / "en.php", tmp_path / "es.php"
-    path.write_bytes(data)
-    from aiayn.cli import main
-    assert main(["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
-                 str(path), "-o", str(out)]) != 0
-    assert not out.exists()
+    refused(toy_model, tmp_path, data, ".php", message)

@@ -33,6 +33,19 @@ class Dictionary:
         return [self.words.get(t, t.upper()) for t in texts]
 
 
+def refused(toy_model, tmp_path, data: bytes, suffix: str, message: str) -> None:
+    """A bad file is one line of error, and the command line writes nothing for it."""
+    with pytest.raises(UserError, match=message) as caught:
+        translate_document(Dictionary({}), data, suffix)
+    assert "\n" not in str(caught.value)
+    path, out = tmp_path / f"in{suffix}", tmp_path / f"out{suffix}"
+    path.write_bytes(data)
+    from aiayn.cli import main
+    assert main(["translate", "--checkpoint", str(toy_model), "--no-compile", "--file",
+                 str(path), "-o", str(out)]) != 0
+    assert not out.exists()
+
+
 def test_json_values_are_translated_keys_numbers_and_indentation_kept(toy_model, translator,
                                                                       tmp_path):
     source = {"menu": {"open": SENTENCES[0], "count": 3, "on": True},

@@ -48,7 +48,7 @@ def add_translate_evaluate(sub) -> None:
                         "several checkpoints are an ensemble")
     p.add_argument("--file", metavar="IN",
                    help="translate a whole file into -o OUT, in its own format: .txt, .html, "
-                        ".xml, .md, .srt, .po/.pot (new translations marked fuzzy), "
+                        ".xml, .md, .srt, .vtt, .po/.pot (new translations marked fuzzy), "
                         ".xlf/.xliff (1.2, 2.0), .docx, .odt, .odp, .ods, .pptx, .xlsx, "
                         ".xlsm, .epub and .pdf (formatting kept), string resources (.json, "
                         ".arb, .yml/.yaml, .properties, .strings, .resx, Android's .xml, "

@@ -130,6 +130,7 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             ".htm": text.translate_html, ".xhtml": text.translate_xml,
             ".xml": xml, ".md": markdown.translate_md,
             ".markdown": markdown.translate_md, ".srt": subtitles.translate_srt,
+            ".vtt": subtitles.translate_vtt,
             ".po": gettext.translate_po, ".pot": gettext.translate_po,
             ".docx": word.translate_docx, ".odt": writer.translate_odt,
             ".odp": lambda data, job: writer.translate_odt(data, job, "presentation (.odp)"),
@@ -143,9 +144,9 @@ def _formats() -> dict[str, Callable[[bytes, Job], bytes]]:
             **{suffix: resource(suffix) for suffix in resources.KINDS if suffix != ".xml"}}
 
 
-FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".po", ".pot",
-           ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf", ".xlf",
-           ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx",
+FORMATS = (".txt", ".html", ".htm", ".xhtml", ".xml", ".md", ".markdown", ".srt", ".vtt", ".po",
+           ".pot", ".docx", ".odt", ".odp", ".ods", ".pptx", ".xlsx", ".xlsm", ".epub", ".pdf",
+           ".xlf", ".xliff", ".json", ".arb", ".yml", ".yaml", ".properties", ".strings", ".resx",
            ".ts", ".xcstrings", ".stringsdict", ".ftl", ".php")
 
 

@@ -1,5 +1,9 @@
-"""SubRip subtitles (.srt): each cue's text translated as one paragraph, its number and timing
-kept, and the translation wrapped over as many lines as the cue had."""
+"""Subtitles: SubRip (.srt) and WebVTT (.vtt, HTML5 video's). Each cue's text is translated as
+one paragraph, its number (or identifier) and timing kept, and the translation wrapped over as
+many lines as the cue had. WebVTT's header, NOTE comments and STYLE and REGION blocks stay as
+written; a cue's tags (``<i>``, ``<c.yellow>``, a voice ``<v Roger>`` with its speaker's name, a
+timestamp ``<00:00:05.000>``) are placeholders the translation keeps, one it lost put back at
+its end."""
 
 from __future__ import annotations
 
@@ -25,12 +29,86 @@ def translate_srt(data: bytes, job: Job) -> bytes:
             raise UserError(f"not a SubRip file: cue {number} has no 'HH:MM:SS,mmm --> "
                             "HH:MM:SS,mmm' timing line")
         cues.append((lines[:at + 1], lines[at + 1:]))
-    out = job.lines([" ".join(t.strip() for t in body if t.strip()) for _, body in cues])
+    texts = [_cue_texts(body) for _, body in cues]
+    done = iter(job.lines([t for cue in texts for t in cue]))
     written = []
-    for (head, body), translation in zip(cues, out):
-        written.append("\n".join(head + wrap(translation, max(1, sum(
-            1 for t in body if t.strip())))))
+    for (head, body), cue in zip(cues, texts):
+        written.append("\n".join(head + _cue_lines([next(done) for _ in cue], body)))
     return encoding.write(("\n\n".join(written) + "\n").replace("\n", newline))
+
+
+def _cue_texts(body: list[str]) -> list[str]:
+    """What of a cue is translated: its lines apart where each is whole (each ends a
+    sentence, or is a speaker's line after a dash, or a sound in brackets), else its lines
+    joined (a sentence broken over them)."""
+    lines = [t.strip() for t in body if t.strip()]
+    whole = len(lines) > 1 and all(t[-1] in ".!?…)]»\"'’" or t[0] in "-–—[(" for t in lines)
+    return lines if whole else [" ".join(lines)] if lines else []
+
+
+def _cue_lines(translated: list[str], body: list[str]) -> list[str]:
+    """A cue's translation on as many lines as it had: its lines' translations, or the
+    translation of its joined lines wrapped."""
+    if len(translated) > 1:
+        return translated
+    return wrap(translated[0], max(1, sum(1 for t in body if t.strip()))) if translated else []
+
+
+_VTT_TIMING = re.compile(r"^(?:\d+:)?\d\d:\d\d\.\d{3}\s+-->\s+(?:\d+:)?\d\d:\d\d\.\d{3}")
+# a cue's tags: a class (<c.loud>), a voice (<v Roger Bingham>), a timestamp (<00:01.500>),
+# and the HTML-like ones
+_VTT_TAG = re.compile(r"</?[A-Za-z]+(?:\.[\w.-]+)*(?:\s[^<>]*)?>|<(?:\d+:)?\d\d:\d\d\.\d{3}>")
+_TOKEN = re.compile(r"\{__a(\d+)\}")
+
+
+def translate_vtt(data: bytes, job: Job) -> bytes:
+    text, encoding = charset.read(data, "WebVTT file")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    text = text.replace("\r\n", "\n")
+    if not re.match(r"WEBVTT(?:[ \t\n]|$)", text):
+        raise UserError("not a WebVTT file: it does not begin with 'WEBVTT'")
+    blocks = re.split(r"\n[ \t]*\n", text.strip("\n"))
+    cues: list[tuple[int, list[str], list[str]]] = []  # block, head lines, text lines
+    for k, block in enumerate(blocks[1:], 1):
+        lines = block.split("\n")
+        if re.match(r"(?:NOTE|STYLE|REGION)(?:\s|$)", lines[0]) or not block.strip():
+            continue
+        at = 1 if len(lines) > 1 and "-->" not in lines[0] else 0
+        if not _VTT_TIMING.match(lines[at].strip()):
+            raise UserError(f"not a WebVTT file: block {k} is neither a cue with an 'MM:SS.mmm "
+                            f"--> MM:SS.mmm' timing line nor a NOTE, STYLE or REGION")
+        cues.append((k, lines[:at + 1], lines[at + 1:]))
+    hidden = [[_hidden(t) for t in _cue_texts(body)] for _, _, body in cues]
+    done = iter(job.lines([masked for cue in hidden for masked, _ in cue]))
+    for (k, head, body), cue in zip(cues, hidden):
+        shown = [_shown(next(done), tags) for _, tags in cue]
+        blocks[k] = "\n".join(head + _cue_lines(shown, body))
+    return encoding.write(("\n\n".join(blocks) + "\n").replace("\n", newline))
+
+
+def _hidden(text: str) -> tuple[str, list[str]]:
+    """A cue's text with each tag a ``{__aK}`` placeholder, and the tags."""
+    tags: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        tags.append(match.group(0))
+        return f"{{__a{len(tags) - 1}}}"
+    return _VTT_TAG.sub(hide, text), tags
+
+
+def _shown(translation: str, tags: list[str]) -> str:
+    """The tags put back in place of their placeholders, each once; one lost at the end."""
+    used: set[int] = set()
+
+    def show(match: re.Match) -> str:
+        k = int(match.group(1))
+        if k >= len(tags) or k in used:
+            return ""
+        used.add(k)
+        return tags[k]
+    out = _TOKEN.sub(show, translation)
+    return " ".join([out, *(tags[k] for k in range(len(tags)) if k not in used)]).strip() \
+        if tags else translation
 
 
 def wrap(text: str, lines: int) -> list[str]:
