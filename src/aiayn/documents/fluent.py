@@ -60,14 +60,14 @@ def translate_ftl(data: bytes, job: Job) -> bytes:
         raise UserError(f"not a Fluent (.ftl) file: line {text.count(chr(10), 0, at) + 1}: "
                         f"{note.message if note is not None else 'not an entry'}")
     entries = [e for e in resource.body if isinstance(e, (ast.Message, ast.Term))]
-    work = [(entry, pattern) for entry in entries for name, pattern in _patterns(entry)
+    work = [pattern for entry in entries for name, pattern in _patterns(entry)
             if not _kept(entry, name) and not _access_key(name)]
     leaves = [" ".join(re.split(r"(?<!\n)\n(?!\n)", leaf))  # a paragraph broken over lines
-              for _, pattern in work for leaf in _leaves(pattern)]
+              for pattern in work for leaf in _leaves(pattern)]
     tags = plural_categories(job)
     done = iter(translated_values(leaves, job))
     before = {id(entry): copy.deepcopy(entry) for entry in entries}
-    for _, pattern in work:
+    for pattern in work:
         _rebuild(pattern, done, tags)
     for entry in entries:
         _choose_access_keys(entry)

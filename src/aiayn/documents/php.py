@@ -22,7 +22,8 @@ from ..errors import UserError, require
 from . import Job
 from .resources import translated_values
 
-_ENDS = {"SEMI", "COMMA", "RBRACKET", "RPAREN"}  # a literal followed by these is a whole value
+# what follows a literal that is a whole value (a key is followed by "=>", a piece by ".")
+_ENDS = {"SEMI", "COMMA", "RBRACKET", "RPAREN"}
 _INDEXED = {"VARIABLE", "RBRACKET", "RPAREN", "RBRACE", "STRING"}  # `[` after these is an index
 _TOKEN = re.compile(r"\{__a(\d+)\}")
 _SINGLE = re.compile(r"\\([\\'])")
@@ -103,8 +104,7 @@ def _values(tokens: list, text: str) -> list[_Value]:
             j for j in range(k + 1, len(tokens)) if tokens[j].type == "QUOTE")
         after = tokens[end + 1].type if end + 1 < len(tokens) else ""
         inside = openers[-1] if openers else ""
-        whole = after in _ENDS and after != "DOUBLE_ARROW"
-        if whole and (before in ("EQUALS", "DOUBLE_ARROW")
+        if after in _ENDS and (before in ("EQUALS", "DOUBLE_ARROW")
                       or (inside == "array" and before in ("LBRACKET", "LPAREN", "COMMA"))
                       or (inside == "define" and before == "COMMA" and arguments[-1] == 1)):
             values.append(_value(tokens[k:end + 1], text))
