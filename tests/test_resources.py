@@ -143,6 +143,22 @@ def test_android_html_in_cdata_goes_through_the_markup_path(toy_model, translato
     assert out.xpath("//string[@name='title']/text()") == translator.translate([SENTENCES[3]])
 
 
+def test_vue_i18n_plural_forms_are_translated_apart_and_linked_messages_kept():
+    """vue-i18n's plural choices ("no apples | one apple | {count} apples") are translated
+    each alone and parted again; a linked message (``@:key``) is a placeholder."""
+    from aiayn.placeholders import find
+    words = {"no apples": "brak jabłek", "one apple": "jedno jabłko",
+             "{count} apples": "{count} jabłek", "Open a|b now": "Otwórz a|b teraz"}
+    source = {"apples": "no apples | one apple | {count} apples", "pipe": "Open a|b now",
+              "link": "@:menu.file"}
+    out = json.loads(translate_document(Dictionary(words), json.dumps(source).encode(),
+                                        ".json"))
+    assert out == {"apples": "brak jabłek | jedno jabłko | {count} jabłek",
+                   "pipe": "Otwórz a|b teraz",  # (not " | ": not choices)
+                   "link": "@:menu.file"}
+    assert find("See @:menu.file and @.lower:menu.edit") == ["@:menu.file", "@.lower:menu.edit"]
+
+
 def test_i18next_plurals_get_the_target_languages_forms():
     """i18next's JSON v4 plurals (``files_one``, ``files_other``): Polish's "few" and "many"
     added from "other", before it; an ordinal's forms and a lone "_other" key left alone.

@@ -3,7 +3,8 @@
 Localisation strings carry placeholders that a translation must keep exactly: printf's ``%s``,
 ``%1$d``, ``%qs`` and ``%(name)s`` (and Apple's ``%@`` and ``%#@name@``), strftime's ``%H``,
 Qt's ``%1``, ``{0}`` and ``{name}``, ``${name}``, Rails' ``%{name}``, i18next's and
-Mustache's ``{{name}}``, PHP's and the shell's ``$name``, Laravel's ``:name``, markup ``<b>``
+Mustache's ``{{name}}``, PHP's and the shell's ``$name``, Laravel's ``:name``, vue-i18n's linked
+messages ``@:key``, markup ``<b>``
 ... ``</b>`` and entities ``&amp;``. With placeholder protection (``aiayn prepare
 --placeholders``) each one is replaced, in both languages, by a
 sentinel ``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one
@@ -29,6 +30,7 @@ PATTERN = re.compile(r"""
   | \$\{[^{}\s]+\}
   | \$[A-Za-z_][A-Za-z0-9_]*
   | (?<![\w:/]):[A-Za-z_][A-Za-z0-9_]*
+  | @(?:\.[a-z]+)?:(?:\([\w.-]+\)|[\w.-]*\w)
   | %\{[A-Za-z_][A-Za-z0-9_]*\}
   | \{\{-?\s*[^{}\s]+\s*\}\}
   | \{[A-Za-z0-9_.:!\[\]]*\}

@@ -295,9 +295,11 @@ def _fill_plurals(node, tags: list[str]) -> None:
 
 def translated_values(texts: list[str], job: Job) -> list[str]:
     """Values translated line by line (those that are words; the rest as they are), an ICU
-    message's texts each apart (``documents.icu``)."""
+    message's texts each apart (``documents.icu``), and vue-i18n's plural forms ("no apples
+    | one apple | {count} apples") each apart."""
     from . import icu
-    plans = [icu.texts(t) if _wording(t) and icu.is_message(t) else None for t in texts]
+    plans = [icu.texts(t) if _wording(t) and icu.is_message(t) else _forms_apart(t)
+             for t in texts]
     tags = plural_categories(job) if any(plan is not None for plan in plans) else None
     leaves = [x for t, plan in zip(texts, plans) for x in (plan if plan is not None else [t])]
     done = iter(job.by_line([x if _wording(x) else "" for x in leaves]))
@@ -306,11 +308,18 @@ def translated_values(texts: list[str], job: Job) -> list[str]:
         if plan is None:
             translation = next(done)
             out.append(translation if _wording(text) else text)
-        else:
-            got = [next(done) for _ in plan]
-            out.append(icu.rebuild(text, [g if _wording(x) else x for x, g in zip(plan, got)],
-                                   tags))
+            continue
+        got = [g if _wording(x) else x for x, g in zip(plan, (next(done) for _ in plan))]
+        out.append(" | ".join(got) if plan == _forms_apart(text) else
+                   icu.rebuild(text, got, tags))
     return out
+
+
+def _forms_apart(text: str) -> list[str] | None:
+    """vue-i18n's plural forms (its choices parted by " | "), where each is words; else
+    None."""
+    forms = text.split(" | ")
+    return forms if len(forms) > 1 and all(_wording(f) for f in forms) else None
 
 
 def _translated(texts: list[str], html: list[bool], job: Job) -> list[str]:
