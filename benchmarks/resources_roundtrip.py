@@ -273,6 +273,22 @@ def html_kept(source: str, target: str) -> bool:
     return read(source) == read(target)
 
 
+def read_resx(paths: list[Path]) -> list[dict[str, object]]:
+    """Each .resx file's values by name, as lxml reads them: text for a string resource, a
+    marker for one of another type (a picture, a file reference: its ``type``), which must
+    stay as it was."""
+    from lxml import etree
+    read = []
+    for path in paths:
+        out: dict[str, object] = {}
+        for data in etree.parse(str(path)).getroot().iter("data"):
+            value = data.findtext("value") or ""
+            out[data.get("name")] = value if data.get("type") is None and \
+                data.get("mimetype") is None else ("typed", data.get("type"), value)
+        read.append(out)
+    return read
+
+
 def read_android(paths: list[Path]) -> list[dict[str, str]]:
     """Each Android strings file's texts by name (a plural's by "name/quantity", an array's
     by "name[k]"), as libxml2 reads them through lxml (entities resolved, CDATA as text),
@@ -347,7 +363,8 @@ def main() -> None:
             read_fluent(paths) if suffix == ".ftl" else \
             read_php(paths) if suffix == ".php" else \
             read_strings(paths) if suffix == ".strings" else \
-            read_android(paths) if suffix == ".xml" else read_json(paths)
+            read_android(paths) if suffix == ".xml" else \
+            read_resx(paths) if suffix == ".resx" else read_json(paths)
         code = [php_code(path) for path in paths[:2]] if suffix == ".php" else []
     source, target = read[0], read[1]
     if suffix == ".xml":  # Android: the checks' entries apart
@@ -380,14 +397,16 @@ def main() -> None:
     print("| check | result |\n|---|---:|")
     reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML",
               ".ftl": "fluent.runtime", ".php": "PHP", ".strings": "GNUstep",
-              ".xml": "lxml (libxml2)"}.get(
+              ".xml": "lxml (libxml2)", ".resx": "lxml (libxml2)"}.get(
                   suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
     print(f"| values with a letter changed | "
           f"{sum(k in target and source[k] != target[k] for k in words)}/{len(words)} |")
     if others:
-        print(f"| other values (numbers, truth values, nothing) as they were | "
+        kinds = "resources of other types (pictures, file references)" if suffix == ".resx" \
+            else "other values (numbers, truth values, nothing)"
+        print(f"| {kinds} as they were | "
               f"{sum(source[k] == target.get(k) for k in others)}/{len(others)} |")
     if suffix == ".ftl":
         print(f"| placeables kept (variables, terms, functions) | "

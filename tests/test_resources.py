@@ -243,6 +243,12 @@ def test_properties_strings_and_resx_keep_keys_and_comments(toy_model, translato
     (tmp_path / "en.resx").write_text(resx)
     out = etree.fromstring(run(toy_model, tmp_path / "en.resx", tmp_path / "es.resx"))
     assert out.xpath("//data[@name='Open']/value/text()") == [t[0]]
+    typed = (resx.replace("</root>", '<data name="Icon" type="System.Resources.ResXFileRef, '
+                          'System.Windows.Forms"><value>..\\Resources\\open file.png;System.'
+                          'Drawing.Bitmap, System.Drawing</value></data></root>'))
+    out = etree.fromstring(translate_document(Dictionary({}), typed.encode(), ".resx"))
+    assert out.xpath("//data[@name='Icon']/value/text()") == [  # a file reference: not text
+        "..\\Resources\\open file.png;System.Drawing.Bitmap, System.Drawing"]
     assert out.xpath("//data[@name='Open']/comment/text()") == [SENTENCES[5]]
 
 

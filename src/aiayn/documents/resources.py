@@ -31,7 +31,7 @@ import json
 import re
 
 from ..errors import UserError, require
-from . import Job, code_like
+from . import Job, code_like, local_name
 
 _LETTER = re.compile(r"[^\W\d_]")
 # a .strings entry whose "=" begins the next line (GNUstep's make_strings writes long keys
@@ -63,7 +63,7 @@ def translate_resource(data: bytes, job: Job, suffix: str) -> bytes:
                             target=store.gettargetlanguage() if bilingual else None)
     # the sources read before the target language is set (a plural's forms follow it)
     units = [(u, _texts(u.source)) for u in store.units if u.istranslatable()
-             and not u.isheader() and _texts(u.source) and not (bilingual and (
+             and not u.isheader() and _texts(u.source) and not _typed(u) and not (bilingual and (
                  u.isobsolete() or (any(t.strip() for t in _texts(u.target))
                                     and not job.overwrite)))]
     # Android's CDATA sections hold HTML (for Html.fromHtml): translated through the markup
@@ -329,6 +329,15 @@ def _translated(texts: list[str], html: list[bool], job: Job) -> list[str]:
     marked = iter(job.markup([t for t, h in zip(texts, html) if h], "html", fragments=True)
                   if any(html) else [])
     return [next(marked) if h else next(plain) for h in html]
+
+
+def _typed(unit) -> bool:
+    """Whether a unit is a .resx resource of another type than text (a picture, a file
+    reference: ``type="System.Resources.ResXFileRef, ..."``), which translate-toolkit's
+    store lists as text."""
+    element = getattr(unit, "xmlelement", None)
+    return element is not None and local_name(element.tag) == "data" and (
+        element.get("type") is not None or element.get("mimetype") is not None)
 
 
 def _accelerator(text: str) -> tuple[int, str] | None:
