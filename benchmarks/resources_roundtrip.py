@@ -273,6 +273,31 @@ def html_kept(source: str, target: str) -> bool:
     return read(source) == read(target)
 
 
+PLIST_READER = """
+const plist = require(process.env.PLIST_MODULE);
+const fs = require("fs");
+const read = process.argv.slice(1).map(f => plist.parse(fs.readFileSync(f, "utf8")));
+console.log(JSON.stringify(read));
+"""
+
+
+def read_stringsdict(paths: list[Path]) -> list[dict[str, object]]:
+    """Each .stringsdict file's texts by key path ("key.variable.category"), as the npm
+    package ``plist`` reads it in Node (``PLIST_MODULE``: where ``npm install plist``
+    put it; GNUstep's parser, Debian's build, refuses any XML property list with a letter
+    beyond ASCII, the shipped German ones too)."""
+    import json
+    import os
+    if "PLIST_MODULE" not in os.environ:
+        sys.exit("set PLIST_MODULE to npm's plist package (npm install plist)")
+    out = subprocess.run(["node", "-e", PLIST_READER, *map(str, paths)], capture_output=True,
+                         text=True, check=True).stdout
+    return [{k: v for k, v in flat_values(tree).items()  # (its settings are not text, nor
+             if not k.endswith((".NSStringFormatSpecTypeKey", ".NSStringFormatValueTypeKey"))
+             and not re.fullmatch(r"%#@\w+@", str(v))}  # a format that is one variable)
+            for tree in json.loads(out)]
+
+
 def read_resx(paths: list[Path]) -> list[dict[str, object]]:
     """Each .resx file's values by name, as lxml reads them: text for a string resource, a
     marker for one of another type (a picture, a file reference: its ``type``), which must
@@ -364,7 +389,8 @@ def main() -> None:
             read_php(paths) if suffix == ".php" else \
             read_strings(paths) if suffix == ".strings" else \
             read_android(paths) if suffix == ".xml" else \
-            read_resx(paths) if suffix == ".resx" else read_json(paths)
+            read_resx(paths) if suffix == ".resx" else \
+            read_stringsdict(paths) if suffix == ".stringsdict" else read_json(paths)
         code = [php_code(path) for path in paths[:2]] if suffix == ".php" else []
     source, target = read[0], read[1]
     if suffix == ".xml":  # Android: the checks' entries apart
@@ -397,7 +423,8 @@ def main() -> None:
     print("| check | result |\n|---|---:|")
     reader = {".properties": "Java", ".yml": "PyYAML", ".yaml": "PyYAML",
               ".ftl": "fluent.runtime", ".php": "PHP", ".strings": "GNUstep",
-              ".xml": "lxml (libxml2)", ".resx": "lxml (libxml2)"}.get(
+              ".xml": "lxml (libxml2)", ".resx": "lxml (libxml2)",
+              ".stringsdict": "npm's plist (Node)"}.get(
                   suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
