@@ -286,6 +286,29 @@ def monospaced(font: str | None) -> bool:
 
 
 # a sign that words do not hold but identifiers, addresses, paths and numbers do
+_PLACEHOLDER = re.compile(r"\{__a(\d+)\}")
+
+
+def put_back(translation: str, count: int) -> list[str | int]:
+    """A translation whose source had ``count`` pieces hidden as ``{__a0}``, ``{__a1}``...
+    (code, a placeable, a tag: what the placeholder path keeps), as its texts and the
+    numbers of those pieces in their places: each once (a repeat dropped), one the
+    translation lost at its end, after a space."""
+    out: list[str | int] = []
+    used: set[int] = set()
+    for k, piece in enumerate(_PLACEHOLDER.split(translation)):
+        if k % 2 == 0:
+            if piece:
+                out.append(piece)
+        elif int(piece) < count and int(piece) not in used:
+            used.add(int(piece))
+            out.append(int(piece))
+    for number in range(count):
+        if number not in used:
+            out += [" ", number] if out else [number]
+    return out
+
+
 _CODE_SIGN = re.compile(r"[\d@/\\_#=+<>{}\[\]|~$%^*]")
 
 

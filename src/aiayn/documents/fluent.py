@@ -33,10 +33,9 @@ import copy
 import re
 
 from ..errors import UserError, require
-from . import Job
+from . import Job, put_back
 from .resources import plural_categories, translated_values
 
-_TOKEN = re.compile(r"\{__a(\d+)\}")
 _CATEGORIES = {"zero", "one", "two", "few", "many", "other"}
 _KEPT = {"style", "key", "keycode", "commandkey", "modifiers"}
 
@@ -146,20 +145,8 @@ def _rebuild(pattern, done, tags: list[str] | None) -> None:
             _rebuild(variant.value, done, tags)
         if tags and _plural(select):
             _fill(select, tags)
-    elements: list = []
-    used: set[int] = set()
-    pieces = _TOKEN.split(translated)
-    for k, piece in enumerate(pieces):
-        if k % 2:
-            number = int(piece)
-            if number < len(placeables) and number not in used:
-                used.add(number)
-                elements.append(placeables[number])
-        elif piece:
-            elements.extend(_text(piece))
-    for number, placeable in enumerate(placeables):
-        if number not in used:
-            elements.extend([*_text(" "), placeable] if elements else [placeable])
+    elements = [e for piece in put_back(translated, len(placeables))
+                for e in ([placeables[piece]] if isinstance(piece, int) else _text(piece))]
     pattern.elements = elements
 
 

@@ -19,13 +19,12 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError, require
-from . import Job
+from . import Job, put_back
 from .resources import translated_values
 
 # what follows a literal that is a whole value (a key is followed by "=>", a piece by ".")
 _ENDS = {"SEMI", "COMMA", "RBRACKET", "RPAREN"}
 _INDEXED = {"VARIABLE", "RBRACKET", "RPAREN", "RBRACE", "STRING"}  # `[` after these is an index
-_TOKEN = re.compile(r"\{__a(\d+)\}")
 _SINGLE = re.compile(r"\\([\\'])")
 _DOUBLE = re.compile(r"\\(?:([nrtvef\\$\"])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u\{([0-9A-Fa-f]+)\})")
 _NAMED = {"n": "\n", "r": "\r", "t": "\t", "v": "\v", "e": "\x1b", "f": "\f"}
@@ -164,15 +163,9 @@ def _written(value: _Value, translation: str) -> str:
         if value.breaks:
             translation = translation.replace("\n", "\\n")
         return "'" + re.sub(r"\\(?=[\\']|$)", r"\\\\", translation).replace("'", "\\'") + "'"
-    used: set[int] = set()
-    out = []
-    for k, piece in enumerate(_TOKEN.split(translation)):
-        if k % 2 and int(piece) < len(interpolations) and int(piece) not in used:
-            used.add(int(piece))
-            out.append(interpolations[int(piece)])
-        elif k % 2 == 0:
-            out.append(piece.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-                       .replace("\r", "\\r").replace("\t", "\\t")
-                       .replace("\n", "\n" if value.breaks else "\\n"))
-    out += [f" {x}" for n, x in enumerate(interpolations) if n not in used]
+    out = [interpolations[piece] if isinstance(piece, int) else
+           piece.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+           .replace("\r", "\\r").replace("\t", "\\t")
+           .replace("\n", "\n" if value.breaks else "\\n")
+           for piece in put_back(translation, len(interpolations))]
     return '"' + "".join(out) + '"'

@@ -298,20 +298,20 @@ def translated_values(texts: list[str], job: Job) -> list[str]:
     message's texts each apart (``documents.icu``), and vue-i18n's plural forms ("no apples
     | one apple | {count} apples") each apart."""
     from . import icu
-    plans = [icu.texts(t) if _wording(t) and icu.is_message(t) else _forms_apart(t)
-             for t in texts]
+    # each text's pieces to translate apart: an ICU message's, or vue-i18n's choices
+    messages = [_wording(t) and icu.is_message(t) for t in texts]
+    plans = [icu.texts(t) if message else _forms_apart(t) for t, message in zip(texts, messages)]
     tags = plural_categories(job) if any(plan is not None for plan in plans) else None
     leaves = [x for t, plan in zip(texts, plans) for x in (plan if plan is not None else [t])]
     done = iter(job.by_line([x if _wording(x) else "" for x in leaves]))
     out = []
-    for text, plan in zip(texts, plans):
+    for text, plan, message in zip(texts, plans, messages):
         if plan is None:
             translation = next(done)
             out.append(translation if _wording(text) else text)
             continue
         got = [g if _wording(x) else x for x, g in zip(plan, (next(done) for _ in plan))]
-        out.append(" | ".join(got) if plan == _forms_apart(text) else
-                   icu.rebuild(text, got, tags))
+        out.append(icu.rebuild(text, got, tags) if message else " | ".join(got))
     return out
 
 

@@ -11,7 +11,7 @@ import re
 
 from ..data import charset
 from ..errors import UserError
-from . import Job
+from . import Job, put_back
 
 _TIMING = re.compile(r"^\d+:\d\d:\d\d[,.]\d+\s*-->\s*\d+:\d\d:\d\d[,.]\d+")
 
@@ -58,7 +58,6 @@ _VTT_TIMING = re.compile(r"^(?:\d+:)?\d\d:\d\d\.\d{3}\s+-->\s+(?:\d+:)?\d\d:\d\d
 # a cue's tags: a class (<c.loud>), a voice (<v Roger Bingham>), a timestamp (<00:01.500>),
 # and the HTML-like ones
 _VTT_TAG = re.compile(r"</?[A-Za-z]+(?:\.[\w.-]+)*(?:\s[^<>]*)?>|<(?:\d+:)?\d\d:\d\d\.\d{3}>")
-_TOKEN = re.compile(r"\{__a(\d+)\}")
 
 
 def translate_vtt(data: bytes, job: Job) -> bytes:
@@ -97,18 +96,9 @@ def _hidden(text: str) -> tuple[str, list[str]]:
 
 
 def _shown(translation: str, tags: list[str]) -> str:
-    """The tags put back in place of their placeholders, each once; one lost at the end."""
-    used: set[int] = set()
-
-    def show(match: re.Match) -> str:
-        k = int(match.group(1))
-        if k >= len(tags) or k in used:
-            return ""
-        used.add(k)
-        return tags[k]
-    out = _TOKEN.sub(show, translation)
-    return " ".join([out, *(tags[k] for k in range(len(tags)) if k not in used)]).strip() \
-        if tags else translation
+    """The tags put back in place of their placeholders (``documents.put_back``)."""
+    return "".join(tags[piece] if isinstance(piece, int) else piece
+                   for piece in put_back(translation, len(tags)))
 
 
 def wrap(text: str, lines: int) -> list[str]:
