@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from aiayn.cli import main
@@ -181,6 +182,17 @@ def test_nbest_beyond_the_beam_and_a_bad_beam_are_one_line_errors(tiny_checkpoin
                    "--nbest", "3"], "--nbest (3) must be between 1 and --beam (2)")
     fails(capsys, ["evaluate", "--checkpoint", str(tiny_checkpoint), "--src", "x", "--ref", "y",
                    "--beam", "0"], "--beam (0) must be at least 1")
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--max-len-a", "nan"], "--max-len-a (nan)"),
+    (["--max-len-a", "inf"], "--max-len-a (inf)"),
+    (["--lenpen", "nan"], "--lenpen (nan)"),
+    (["--sample", "--temperature", "inf"], "--temperature (inf)"),
+])
+def test_a_number_that_is_not_finite_is_a_one_line_error(tiny_checkpoint, capsys, flags, named):
+    fails(capsys, ["translate", "--checkpoint", str(tiny_checkpoint), *flags],
+          f"{named} must be a finite number")
 
 
 def test_every_flag_says_what_it_does():

@@ -293,3 +293,17 @@ def test_serve_on_a_port_in_use_is_one_line_before_the_models_load(world, capsys
     err = capsys.readouterr().err.strip()
     assert err == (f"aiayn: error: --port {port}: another program listens on "
                    f"127.0.0.1:{port}; choose another --port or stop that program")
+
+
+@pytest.mark.parametrize("flags,error", [
+    (["--beam", "20"], "--beam (20) exceeds --beam-limit (16); raise --beam-limit or lower "
+                       "--beam"),
+    (["--timeout", "nan"], "--timeout and --max-wait-ms must be finite numbers"),
+])
+def test_serve_refuses_settings_it_cannot_honour_before_the_models_load(world, capsys,
+                                                                         monkeypatch, flags,
+                                                                         error):
+    import aiayn.cli.serving as serving
+    monkeypatch.setattr(serving, "_served_models", lambda *a: pytest.fail("models loaded"))
+    assert main(["serve", "--checkpoint", f"en-es={world / 'ckpt'}", *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"aiayn: error: {error}"

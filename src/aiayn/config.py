@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -247,3 +248,10 @@ def check_keys(values: dict[str, Any], valid: list[str], *, what: str) -> None:
             near = difflib.get_close_matches(key, valid, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(valid)}"
             raise ConfigError(f"unknown {what} key {key!r}{hint}")
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is an int or float other than a bool, NaN or an infinity (what a
+    setting read from YAML or a flag must be before it is compared or used)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))

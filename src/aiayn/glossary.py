@@ -30,6 +30,9 @@ class Glossary:
     @classmethod
     def from_pairs(cls, pairs, where: str = "glossary") -> "Glossary":
         """From (source, target) pairs (a list of two-item lists, or a mapping), checked."""
+        if not isinstance(pairs, (dict, list, tuple)):
+            raise UserError(f"{where}: give a list of (source, target) pairs or a mapping of "
+                            "source terms to target terms")
         items = list(pairs.items()) if isinstance(pairs, dict) else list(pairs)
         terms = []
         for k, item in enumerate(items, 1):

@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -81,3 +82,21 @@ def test_unknown_training_key_names_the_nearest(tmp_path):
     with pytest.raises(ConfigError,
                        match="unknown model config key 'n_head'; did you mean 'n_heads'"):
         TrainConfig(model={"n_head": 4})
+
+
+@pytest.mark.parametrize("setting,why", [
+    ("lr_scale: abc", "lr_scale ('abc') must be a finite number"),
+    ("lr_scale: .nan", "lr_scale (nan) must be a finite number"),
+    ("max_minutes: .inf", "max_minutes (inf) must be a finite number"),
+    ("clip_norm: [1]", "clip_norm ([1]) must be a finite number"),
+    ("adam_eps: -1", "adam_eps (-1) must be positive"),
+    ("adam_betas: [a, b]", "adam_betas (['a', 'b']) must be two numbers"),
+    ("adam_betas: 3", "adam_betas (3) must be two numbers"),
+    ("model: abc", "model ('abc') must be a mapping"),
+    ("init: 5", "init (5) must be a string"),
+])
+def test_a_setting_of_the_wrong_kind_names_itself(tmp_path, setting, why):
+    path = tmp_path / "run.yaml"
+    path.write_text(setting + "\n")
+    with pytest.raises(ConfigError, match=re.escape(why)):
+        TrainConfig.from_yaml(path)

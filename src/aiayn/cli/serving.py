@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 
+from ..config import finite_number
 from ..errors import UserError
 from .common import add_compile_flag, log, read_text
 
@@ -46,6 +47,9 @@ def add_serve(sub) -> None:
     from ..decode.options import DecodeOptions
     DecodeOptions.add_flags(p, ("beam",), help={"beam": "beam size of LibreTranslate's routes "
                                                         "and the default of /v1/translate's"})
+    p.add_argument("--beam-limit", type=int, default=16, metavar="N",
+                   help="the largest beam a /v1/translate request may ask for; a larger one "
+                        "gets 400 (default: 16)")
     p.add_argument("--int8", action="store_true", help="int8 linear layers (CPU)")
     add_compile_flag(p)
     p.add_argument("--keep-freed-mib", type=int, default=256, metavar="MIB",
@@ -148,16 +152,21 @@ def serve_command(args: argparse.Namespace) -> None:
         if not keys:
             raise UserError(f"--api-keys {args.api_keys}: the file holds no key")
     for flag in ("char_limit", "batch_limit", "max_body_bytes", "batch_tokens", "queue_size",
-                 "beam"):
+                 "beam", "beam_limit"):
         if getattr(args, flag) < 1:
             raise UserError(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.beam > args.beam_limit:
+        raise UserError(f"--beam ({args.beam}) exceeds --beam-limit ({args.beam_limit}); "
+                        "raise --beam-limit or lower --beam")
+    if not (finite_number(args.timeout) and finite_number(args.max_wait_ms)):
+        raise UserError("--timeout and --max-wait-ms must be finite numbers")
     if args.timeout <= 0 or args.max_wait_ms < 0 or args.req_limit < 0:
         raise UserError("--timeout must be positive; --max-wait-ms and --req-limit >= 0")
     settings = Settings(char_limit=args.char_limit, batch_limit=args.batch_limit,
                         max_body_bytes=args.max_body_bytes, timeout=args.timeout,
                         batch_tokens=args.batch_tokens, max_wait_ms=args.max_wait_ms,
                         queue_size=args.queue_size, api_keys=keys, req_limit=args.req_limit,
-                        beam=args.beam,
+                        beam=args.beam, beam_limit=args.beam_limit,
                         glossary=Glossary.read(args.glossary) if args.glossary else None)
     if args.keep_freed_mib < 0:
         raise UserError("--keep-freed-mib must be >= 0")

@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..config import finite_number
 from ..errors import UserError
 from .search import BEAM, BEAM_RULES, LENGTH_PENALTIES, LENPEN, MAX_LEN_A, MAX_LEN_B
 
@@ -56,6 +57,10 @@ class DecodeOptions:
     SAMPLING = ("temperature", "top_k", "top_p", "seed")
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            if f.type in ("float", float) and not finite_number(getattr(self, f.name)):
+                raise UserError(f"--{f.name.replace('_', '-')} ({getattr(self, f.name)!r}) "
+                                "must be a finite number")
         if self.beam < 1:
             raise UserError(f"--beam ({self.beam}) must be at least 1")
         if not 1 <= self.nbest <= self.beam:

@@ -29,6 +29,17 @@ class ApiError(Exception):
         self.status, self.message = status, message
 
 
+def flag(values: dict[str, Any], name: str) -> bool:
+    """A request's true/false field, from JSON (true, false) or a form ("true", "false",
+    "1", "0"); absent is false, anything else a 400 naming it."""
+    value = values.get(name)
+    if value in (None, False, "", 0, "false", "0"):
+        return False
+    if value in (True, 1, "true", "1"):
+        return True
+    raise ApiError(400, f"Invalid request: {name} must be true or false, not {value!r}")
+
+
 def error_response(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 

@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from ..decode.options import DecodeOptions
 from ..errors import UserError
-from .http import ApiError
+from .http import ApiError, flag
 from .service import Service
 
 
@@ -50,6 +50,10 @@ async def v1_translate(service: Service, request: Request) -> JSONResponse:
                                                         DecodeOptions.default("lenpen"))))
     except (UserError, TypeError, ValueError) as err:
         raise ApiError(400, f"Invalid request: {err}") from None
+    if options.beam > service.settings.beam_limit:
+        raise ApiError(400, f"Invalid request: beam ({options.beam}) exceeds the beam limit "
+                            f"({service.settings.beam_limit})")
+    want_links = flag(values, "alignments")
     found = await service.decode(model, sentences, options,
                                  service.glossary(values.get("glossary")))
     out = []
@@ -59,7 +63,7 @@ async def v1_translate(service: Service, request: Request) -> JSONResponse:
         if options.nbest > 1:
             entry["alternatives"] = [{"text": t, "score": x} for t, x in rest]
         out.append(entry)
-    if values.get("alignments"):
+    if want_links:
         pairs = [(s, e["text"]) for s, e in zip(sentences, out)]
         links = await service.run_alone(model, lambda: model.translator.align_all(pairs))
         for entry, link in zip(out, links):

@@ -32,6 +32,7 @@ class Settings:
     api_keys: frozenset[str] | None = None
     req_limit: int = 0  # requests per minute per API key or client address; 0 = no limit
     beam: int = DecodeOptions.default("beam")
+    beam_limit: int = 16  # the largest beam a /v1/translate request may ask for
     glossary: Glossary | None = None  # the terms of every request
 
 

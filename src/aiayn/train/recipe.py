@@ -13,7 +13,7 @@ import torch
 import yaml
 from torch import Tensor
 
-from ..config import PRESETS, ConfigError, ModelConfig, check_keys
+from ..config import PRESETS, ConfigError, ModelConfig, check_keys, finite_number
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SCHEDULES = ("auto", "paper", "budget")
@@ -147,6 +147,17 @@ class TrainConfig:
             fail("aligner_only", "trains an aligner beside a finished model: name it with --init")
         if self.aligner_only and self.arch != "encoder-decoder":
             fail("aligner_only", "needs a translation model (--arch encoder-decoder)")
+        if not isinstance(self.model, dict):
+            fail("model", "must be a mapping of model settings (dropout: 0.1, ...)")
+        for name in ("preset", "init"):
+            if not isinstance(getattr(self, name), str):
+                fail(name, "must be a string")
+        for name in ("lr_scale", "adam_eps", "label_smoothing", "alignment_weight", "clip_norm",
+                     "max_minutes"):
+            if not finite_number(getattr(self, name)):
+                fail(name, "must be a finite number")
+        if self.adam_eps <= 0:
+            fail("adam_eps", "must be positive")
         if not 0.0 <= self.label_smoothing < 1.0:
             fail("label_smoothing", "must be in [0, 1)")
         if self.lr_scale <= 0:
@@ -158,7 +169,8 @@ class TrainConfig:
             choices = f.metadata["choices"]
             if choices and getattr(self, f.name) not in choices:
                 fail(f.name, f"must be one of {', '.join(choices)}")
-        if len(self.adam_betas) != 2 or not all(0 <= b < 1 for b in self.adam_betas):
+        if (not isinstance(self.adam_betas, (list, tuple)) or len(self.adam_betas) != 2
+                or not all(finite_number(b) and 0 <= b < 1 for b in self.adam_betas)):
             fail("adam_betas", "must be two numbers in [0, 1)")
         object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
         if (self.arch == "encoder") != (self.task == "classify"):
