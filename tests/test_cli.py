@@ -231,3 +231,17 @@ def test_input_with_a_byte_order_mark_reads_as_its_encoding(tiny_checkpoint, tmp
         assert main(["translate", "--checkpoint", str(tiny_checkpoint), "--no-compile",
                      "-i", str(marked)]) == 0
         assert capsys.readouterr().out == expected
+
+
+def test_a_picture_needs_a_picture_format_and_positions_a_base_above_one(tmp_path, capsys):
+    fails(capsys, ["positions", "--out", str(tmp_path / "pe.txt")],
+          "pe.txt: not a picture format; end the name with")
+    fails(capsys, ["positions", "--base", "nan", "--out", str(tmp_path / "pe.png")],
+          "--base (nan) must be a finite number above 1")
+    fails(capsys, ["positions", "--base", "0", "--out", str(tmp_path / "pe.png")],
+          "--base (0.0) must be a finite number above 1")
+    run = tmp_path / "run"
+    run.mkdir()
+    fails(capsys, ["plot", str(run), "--out", str(tmp_path / "curves.csv")],
+          "curves.csv: not a picture format")
+    assert not list(tmp_path.glob("pe.*")) and not (tmp_path / "curves.csv").exists()

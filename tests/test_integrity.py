@@ -73,3 +73,15 @@ def test_check_walks_every_checkpoint_of_a_run(toy_model, capsys):
     out = capsys.readouterr().out
     assert out.count("ok ") == len([p for p in (run / "checkpoints").iterdir()
                                     if p.is_dir() and not p.is_symlink()])
+
+
+def test_check_of_something_it_cannot_check_is_an_error_not_an_ok(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.txt").write_text("x\n")
+    assert main(["check", str(tmp_path / "empty")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"aiayn: error: {tmp_path / 'empty'}: not a run, a checkpoint or a prepared data "
+        "directory (no checkpoints/, model.safetensors or stats.json); nothing to check")
+    assert main(["check", str(tmp_path / "notes.txt")]) == 2
+    assert "is a file; give a run, a checkpoint or a prepared data directory" in \
+        capsys.readouterr().err

@@ -60,6 +60,18 @@ def output_file(path: str | Path, flag: str, *inputs: str | Path | None) -> Path
     return path
 
 
+def picture_file(path: str | Path, flag: str) -> Path:
+    """``path`` as ``output_file`` checks it, with an extension that names a picture format
+    matplotlib writes (.png, .svg, .pdf, ...)."""
+    path = output_file(path, flag)
+    from matplotlib.figure import Figure
+    kinds = Figure().canvas.get_supported_filetypes()
+    if path.suffix.lower().lstrip(".") not in kinds:
+        raise UserError(f"{flag} {path}: not a picture format; end the name with "
+                        f"{', '.join('.' + k for k in sorted(kinds))}")
+    return path
+
+
 def output_directory(path: str | Path, flag: str, *inputs: str | Path | None) -> Path:
     """``path`` as a directory to write into: not a file, no file among its parents, its
     nearest existing ancestor writable, not one of ``inputs``. Its missing parents are the

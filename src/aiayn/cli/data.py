@@ -96,11 +96,19 @@ def add_check(sub) -> None:
 
 
 def check_command(args: argparse.Namespace) -> None:
+    from ..checkpoint import WEIGHTS
     from ..integrity import recorded, verify
     root = Path(args.directory)
+    if root.is_file():
+        raise UserError(f"{root}: is a file; give a run, a checkpoint or a prepared data "
+                        "directory")
     if not root.is_dir():
         raise UserError(f"{root}: no such directory")
     checkpoints = root / "checkpoints"
+    if not (checkpoints.is_dir() or (root / WEIGHTS).is_file()
+            or (root / "stats.json").is_file()):
+        raise UserError(f"{root}: not a run, a checkpoint or a prepared data directory (no "
+                        f"checkpoints/, {WEIGHTS} or stats.json); nothing to check")
     targets = ([p for p in sorted(checkpoints.iterdir())
                 if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
                if checkpoints.is_dir() else [root])

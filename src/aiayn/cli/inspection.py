@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..config import finite_number
 from ..errors import UserError
-from ..outputs import output_directory, output_file
+from ..outputs import output_directory, picture_file
 from .common import Renamed
 
 
@@ -50,5 +51,8 @@ def positions_command(args: argparse.Namespace) -> None:
     from ..inspect import plot_positions
     if args.d_model < 2 or args.length < 1:
         raise UserError("--d-model must be at least 2 and --length at least 1")
-    output_file(args.out, "--out")
+    if not (finite_number(args.base) and args.base > 1):
+        raise UserError(f"--base ({args.base}) must be a finite number above 1 (the paper: "
+                        "10000)")
+    picture_file(args.out, "--out")
     print(f"wrote {plot_positions(args.d_model, args.length, args.out, args.base)}")

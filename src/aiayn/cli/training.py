@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import UserError
-from ..outputs import output_directory, output_file
+from ..outputs import output_directory, picture_file
 from .common import log, read_text
 
 
@@ -112,5 +112,5 @@ def plot_command(args: argparse.Namespace) -> None:
     if not run.is_dir():
         raise UserError(f"{run}: " + ("is a file" if run.exists() else "no such directory")
                         + "; give a training run's directory")
-    output_file(args.out or run / "curves.png", "--out")
+    picture_file(args.out or run / "curves.png", "--out")
     print(f"wrote {plot_run(Path(args.run), args.out)}")
