@@ -97,6 +97,8 @@ def test_php_file_through_the_command_line(toy_model, tmp_path):
     (b"return ['a' => 'b'];\n", r"not a PHP file: it does not begin with <\?php"),
     (b"<?php\nreturn ['a' => 'b];\n", "not a PHP file: line 2: "),
     (b"<?php\n$a = 'caf\xe9';\n", "not a PHP file: not UTF-8"),
+    (b'<?php\n$a = array("x" => "Open', "not a PHP file: line 2: a double-quoted string is "
+                                       "never closed"),
 ])
 def test_bad_php_files_are_one_line_and_write_nothing(toy_model, tmp_path, data, message):
     refused(toy_model, tmp_path, data, ".php", message)

@@ -388,6 +388,17 @@ def test_xml_that_is_not_android_resources_stays_markup(toy_model, translator, t
     (".resx", b"<root><data", "not a .NET .resx file: "),
     (".xml", b"<resources><string name='a'>b</resources>",
      "not an Android string resources file: "),
+    (".strings", b'"a" = "b"\n"c" = "d";\n',
+     "not an Apple .strings file: line 2: '\"c\"' where ';' belongs"),
+    (".strings", b'/* x */\n"a" = "b;\n', "not an Apple .strings file: line 2: a string is "
+                                          "never closed"),
+    (".strings", b'"a" = "b";\n/* open\n', "line 2: a comment is never closed"),
+    (".strings", b'"a" = "b";\n"c" = "d"', "its last entry does not end with ';'"),
+    (".strings", b'"a" = "caf\xe9";', r"not an Apple .strings file: not UTF-8"),
+    # Java's Properties.load: "Malformed \uxxxx encoding" (a comment's \u is not read)
+    (".properties", b"# \\user\na=b\\u12\n", r"not a Java .properties file: line 2: a "
+                                              r"\\u escape without four hex digits"),
+    (".properties", b"a=b \\\n  \\uzz\n", r"line 2: a \\u escape"),
 ])
 def test_bad_resource_files_are_one_line(translator, suffix, data, message):
     with pytest.raises(UserError, match=message) as caught:

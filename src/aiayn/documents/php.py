@@ -100,7 +100,10 @@ def _values(tokens: list, text: str) -> list[_Value]:
             k += 1
             continue
         end = k if token.type != "QUOTE" else next(
-            j for j in range(k + 1, len(tokens)) if tokens[j].type == "QUOTE")
+            (j for j in range(k + 1, len(tokens)) if tokens[j].type == "QUOTE"), -1)
+        if end < 0:
+            raise UserError(f"not a PHP file: line {token.lineno}: a double-quoted string is "
+                            "never closed")
         after = tokens[end + 1].type if end + 1 < len(tokens) else ""
         inside = openers[-1] if openers else ""
         if after in _ENDS and (before in ("EQUALS", "DOUBLE_ARROW")

@@ -149,10 +149,18 @@ def _parsed(data: bytes, suffix: str):
             utf8 = not data.isascii() and bool(data.decode("utf-8"))
         except UnicodeDecodeError:
             utf8 = False
+        # Java refuses a \u without four hex digits ("Malformed \uxxxx encoding"), which
+        # translate-toolkit's reader would drop
+        _check_unicode_escapes(data)
         return (properties.javautf8file if utf8 else properties.javafile).parsestring(data), \
             None
     if suffix == ".strings":
         utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        try:
+            _check_strings(data.decode("utf-16" if utf16 else "utf-8-sig"))
+        except UnicodeDecodeError as err:
+            raise UserError(f"not an Apple .strings file: not {'UTF-16' if utf16 else 'UTF-8'}"
+                            f" ({err.reason} at byte {err.start})") from None
         return (properties.stringsfile if utf16 else properties.stringsutf8file
                 ).parsestring(data), None
     if suffix == ".resx":
@@ -165,6 +173,61 @@ def _parsed(data: bytes, suffix: str):
         store = ts2.tsfile.parsestring(data)
         return store, store.getsourcelanguage() or None
     return aresource.AndroidResourceFile.parsestring(data), None
+
+
+_BAD_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u(?![0-9a-fA-F]{4})")
+
+
+def _check_unicode_escapes(data: bytes) -> None:
+    """A UserError naming the first line, outside comments, with a \\u escape that lacks
+    four hex digits: Java refuses the file ("Malformed \\uxxxx encoding"), and
+    translate-toolkit's reader would drop the escape."""
+    continued = False
+    for number, line in enumerate(data.splitlines(), 1):
+        comment = not continued and line.lstrip()[:1] in (b"#", b"!")
+        if not comment and _BAD_ESCAPE.search(line):
+            raise UserError(f"not a Java .properties file: line {number}: a \\u escape "
+                            "without four hex digits")
+        trailing = len(line) - len(line.rstrip(b"\\"))
+        continued = not comment and trailing % 2 == 1
+
+
+# an old-style property list's pieces: space, comments, quoted and unquoted strings, = and ;
+_STRINGS_PIECE = re.compile(r'\s+|/\*.*?\*/|//[^\n]*|"(?:[^"\\]|\\.)*"|[\w$+/:.\-]+|[=;]',
+                            re.S)
+# what may follow each state: a key, then "=" and its value or ";" alone, then ";"
+_STRINGS_NEXT = {"key": ("string", "after key"), "after key": ("=", "value"),
+                 "value": ("string", "after value"), "after value": (";", "key")}
+
+
+def _check_strings(text: str) -> None:
+    """A UserError naming the line of the first thing in ``text`` that is not an Apple
+    .strings file's ``"key" = "value";`` entries and comments (translate-toolkit's reader
+    would take it in and write a file nobody else reads)."""
+    state, pos = "key", 0
+    while pos < len(text):
+        line = text.count("\n", 0, pos) + 1
+        match = _STRINGS_PIECE.match(text, pos)
+        if text.startswith("/*", pos) and text.find("*/", pos + 2) < 0:
+            raise UserError(f"not an Apple .strings file: line {line}: a comment is never "
+                            "closed")
+        if match is None:
+            what = "a string is never closed" if text[pos] == '"' else f"unexpected {text[pos]!r}"
+            raise UserError(f"not an Apple .strings file: line {line}: {what}")
+        piece, pos = match.group(), match.end()
+        if piece[0].isspace() or piece.startswith(("/*", "//")):
+            continue
+        kind = piece if piece in ("=", ";") else "string"
+        wanted, following = _STRINGS_NEXT[state]
+        if kind == wanted:
+            state = following
+        elif state == "after key" and kind == ";":
+            state = "key"
+        else:
+            raise UserError(f"not an Apple .strings file: line {line}: {piece[:20]!r} where "
+                            f"{'a string' if wanted == 'string' else repr(wanted)} belongs")
+    if state != "key":
+        raise UserError("not an Apple .strings file: its last entry does not end with ';'")
 
 
 _LANGUAGE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]+)?")
