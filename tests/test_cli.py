@@ -121,6 +121,12 @@ def test_missing_and_corrupt_checkpoints_are_clear_errors(tiny_checkpoint, tmp_p
     (broken / "checksums.json").unlink()  # unverified (an older checkpoint): parsed, refused
     (broken / "config.json").write_text("{not json")
     fails(capsys, ["translate", "--checkpoint", str(broken)], "config.json: corrupt or invalid")
+    # weights of another shape: the message names the first tensor that differs
+    (broken / "model.safetensors").write_bytes(data)
+    config = json.loads((tiny_checkpoint / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "d_ff": config["d_ff"] * 2}))
+    fails(capsys, ["translate", "--checkpoint", str(broken)],
+          "does not match the config (size mismatch for ")
 
 
 def test_a_device_that_is_not_there_is_a_clear_error(tiny_checkpoint, tmp_path, capsys):

@@ -17,6 +17,9 @@ from aiayn.config import PRESETS
     (dict(tgt_vocab_size=9000), r"share_embeddings \(True\) needs one shared vocabulary"),
     (dict(eos_id=0), r"special token ids must differ"),
     (dict(pad_id=9000), r"pad_id \(9000\) must be a token id"),
+    (dict(pos_base=None), r"pos_base \(None\) must be a finite number greater than 1"),
+    (dict(pos_base=float("inf")), r"pos_base \(inf\)"),
+    (dict(layer_norm_eps=float("nan")), r"layer_norm_eps \(nan\) must be a finite positive"),
 ])
 def test_bad_configuration_names_the_field_and_value(change, message):
     with pytest.raises(ValueError, match=message):

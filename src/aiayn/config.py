@@ -151,10 +151,10 @@ class ModelConfig:
                               ("activation", ACTIVATIONS), ("decoder_start", DECODER_STARTS)):
             if getattr(self, name) not in allowed:
                 fail(name, f"must be one of {', '.join(allowed)}")
-        if self.pos_base <= 1:
-            fail("pos_base", "must be greater than 1")
-        if self.layer_norm_eps <= 0:
-            fail("layer_norm_eps", "must be positive")
+        if not (finite_number(self.pos_base) and self.pos_base > 1):
+            fail("pos_base", "must be a finite number greater than 1")
+        if not (finite_number(self.layer_norm_eps) and self.layer_norm_eps > 0):
+            fail("layer_norm_eps", "must be a finite positive number")
         if self.sinusoid_layout == "halves" and self.d_model % 2:
             fail("sinusoid_layout", "'halves' needs an even d_model")
         for name in ("share_embeddings", "tie_output", "scale_embeddings", "output_bias",

@@ -158,7 +158,10 @@ class Checkpoint:
             raise UserError(f"{self.path}: {WEIGHTS} is missing; the checkpoint is "
                             "incomplete") from None
         except (SafetensorError, RuntimeError, OSError, ValueError) as err:
-            msg = str(err).splitlines()[0]
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            # PyTorch heads its list of mismatches with a line that names none of them
+            msg = next((line for line in lines if line.startswith("size mismatch")),
+                       lines[0] if lines else type(err).__name__)
             raise UserError(f"{self.path / WEIGHTS}: corrupt or does not match the config "
                             f"({msg})") from None
         missing = [name for name in missing if not (fresh and name.startswith(fresh))]
