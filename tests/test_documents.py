@@ -163,6 +163,82 @@ def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_p
     assert [lang.get(qn(k)) for k in ("w:val", "w:eastAsia", "w:bidi")] == ["es", "es", "ar-SA"]
 
 
+@pytest.fixture
+def into_hebrew(translator):
+    """The toy model, as if it translated into Hebrew (a language written right to left)."""
+    import copy
+    hebrew = copy.copy(translator)
+    hebrew.languages = {"source": "en", "target": "he"}
+    return hebrew
+
+
+def test_word_documents_translated_right_to_left_read_right_to_left(into_hebrew):
+    import docx
+    from docx.oxml.ns import qn
+
+    from aiayn.documents import translate_document
+    words = SENTENCES[6].split()
+    document = docx.Document()
+    paragraph = document.add_paragraph(words[0] + " ", style="Heading 1")
+    paragraph.add_run(" ".join(words[1:-1]) + " ").bold = True
+    paragraph.add_run(words[-1]).font.size = docx.shared.Pt(14)
+    document.add_paragraph("print(x)", style="Normal").runs[0].font.name = "Courier New"
+    code = document.add_paragraph("SKU-4471-B")  # (code-like: as written, left to right)
+    code.style = document.styles.add_style("Source Code", docx.enum.style.WD_STYLE_TYPE.PARAGRAPH)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    out = docx.Document(io.BytesIO(translate_document(into_hebrew, buffer.getvalue(), ".docx")))
+    heading = out.paragraphs[0]._p
+    assert heading.pPr.find(qn("w:bidi")) is not None
+    runs = heading.findall(qn("w:r"))
+    assert runs and all(r.rPr.find(qn("w:rtl")) is not None for r in runs)
+    bold = [r for r in runs if r.rPr.find(qn("w:b")) is not None]
+    assert bold and all(r.rPr.find(qn("w:bCs")) is not None for r in bold)
+    sized = [r for r in runs if r.rPr.find(qn("w:sz")) is not None]
+    assert sized and all(r.rPr.find(qn("w:szCs")).get(qn("w:val")) == "28" for r in sized)
+    assert out.paragraphs[2]._p.pPr.find(qn("w:bidi")) is None  # the code paragraph
+    # the styles' bold (Heading 1's, python-docx's template) holds for complex scripts too
+    style = out.styles["Heading 1"].element.rPr
+    assert (style.find(qn("w:b")) is None) == (style.find(qn("w:bCs")) is None)
+    # every property in the schema's order, as Word requires: python-docx reads each back
+    for run in runs:
+        order = [child.tag.split("}")[1] for child in run.rPr]
+        from aiayn.documents.word import _RUN_ORDER
+        assert order == sorted(order, key=_RUN_ORDER.index)
+
+
+def test_powerpoint_slides_translated_right_to_left_read_right_to_left(into_hebrew):
+    import pptx
+    from pptx.enum.text import PP_ALIGN
+    from pptx.util import Inches
+
+    from aiayn.documents import translate_document
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = SENTENCES[0]
+    box = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame
+    box.text = SENTENCES[1]
+    box.paragraphs[0].alignment = PP_ALIGN.LEFT
+    centred = box.add_paragraph()
+    centred.text, centred.alignment = SENTENCES[2], PP_ALIGN.CENTER
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    out = pptx.Presentation(io.BytesIO(translate_document(into_hebrew, buffer.getvalue(),
+                                                          ".pptx")))
+    shapes = out.slides[0].shapes
+    title = shapes.title.text_frame.paragraphs[0]._p.pPr
+    assert title.get("rtl") == "1" and title.get("algn") is None  # the master's, inherited
+    left, centre = (p._p.pPr for p in shapes[-1].text_frame.paragraphs)
+    assert (left.get("rtl"), left.get("algn")) == ("1", "r")  # left, mirrored
+    assert (centre.get("rtl"), centre.get("algn")) == ("1", "ctr")
+    # the master's text styles: right to left, left alignment (stated or by default) mirrored
+    from pptx.oxml.ns import qn
+    styles = out.slide_masters[0].element.find(qn("p:txStyles"))
+    levels = [e for e in styles.iter() if e.tag.endswith("pPr") and "lvl" in e.tag]
+    assert levels and all(e.get("rtl") == "1" and e.get("algn") != "l" for e in levels)
+    assert {e.get("algn") for e in levels} <= {"r", "ctr", "just", "dist"}
+
+
 def test_word_runs_formatted_as_their_paragraph_are_plain_text(toy_model, translator,
                                                                tmp_path):
     """Runs that carry the paragraph's own properties (LibreOffice writes an empty rPr on
@@ -194,7 +270,7 @@ def test_word_runs_formatted_as_their_paragraph_are_plain_text(toy_model, transl
         out = docx.Document(io.BytesIO(translate_document(translator, path.read_bytes(),
                                                           ".docx")))
     finally:
-        translator.translate_markup = original
+        del translator.translate_markup  # (the class's method again, not a copy bound here)
     assert spans[0].count("<span") == 1 and "<span" not in spans[1]  # only the bold run
     runs = out.paragraphs[0].runs
     assert [r.text for r in runs if r.bold] and len([r for r in runs if r.bold]) == 1
@@ -604,6 +680,48 @@ def odt_document(words: list[str]) -> bytes:
     return buffer.getvalue()
 
 
+def test_opendocument_translated_right_to_left_reads_right_to_left(into_hebrew):
+    from odf.opendocument import OpenDocumentText, load
+    from odf.style import DefaultStyle, ParagraphProperties, Style
+    from odf.text import P
+
+    from aiayn.documents import translate_document
+    document = OpenDocumentText()
+    for name, parent, properties in (
+            ("Left", None, dict(textalign="left", writingmode="lr-tb")),
+            ("Centre", None, dict(textalign="center")),
+            ("Start", None, dict(textalign="start", writingmode="page")),
+            ("End", None, dict(textalign="end")),
+            ("Plain", None, {}),  # the default: the side it starts on
+            ("UnderCentre", "Centre", {}), ("UnderLeft", "Left", {})):
+        style = Style(name=name, family="paragraph", **({"parentstylename": parent}
+                                                       if parent else {}))
+        if properties:
+            style.addElement(ParagraphProperties(**properties))
+        document.styles.addElement(style)
+        document.text.addElement(P(stylename=style, text=SENTENCES[len(name) % 8]))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    out = load(io.BytesIO(translate_document(into_hebrew, buffer.getvalue(), ".odt")))
+    found = {s.getAttribute("name"): (s.getElementsByType(ParagraphProperties) or [None])[0]
+             for s in out.getElementsByType(Style) if s.getAttribute("family") == "paragraph"}
+    # written as "right" and "left", which LibreOffice reads as other readers do (it sets a
+    # right-to-left paragraph's "start" at the left)
+    assert {name: p and (p.getAttribute("textalign"), p.getAttribute("writingmode"))
+            for name, p in found.items()} == {"Left": ("right", "rl-tb"),
+                                              "Centre": ("center", None),
+                                              "Start": ("right", "rl-tb"),
+                                              "End": ("left", None),
+                                              "Plain": ("right", None),
+                                              "UnderCentre": None,
+                                              "UnderLeft": ("right", None)}
+    # the default every paragraph style starts from (odfpy's documents have none: made)
+    default, = [d for d in out.getElementsByType(DefaultStyle)
+                if d.getAttribute("family") == "paragraph"]
+    assert default.getElementsByType(ParagraphProperties)[0].getAttribute("writingmode") == \
+        "rl-tb"
+
+
 def test_opendocument_keeps_styled_spans_and_links(toy_model, translator, tmp_path):
     from odf import teletype, text
     from odf.opendocument import load
@@ -861,6 +979,19 @@ def epub_book(chapter: str) -> dict[str, bytes]:
         "OEBPS/text/chapter 1.xhtml": chapter.encode(),
         "OEBPS/style.css": b"code { font-family: monospace; }\n",
     }
+
+
+def test_epub_books_translated_right_to_left_turn_their_pages_so(into_hebrew):
+    import zipfile
+
+    from aiayn.documents import translate_document
+    chapter = ('<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/'
+               f'xhtml" xml:lang="en-GB"><body><p>{SENTENCES[3]}</p></body></html>')
+    out = zipfile.ZipFile(io.BytesIO(translate_document(into_hebrew, _zip(epub_book(chapter)),
+                                                        ".epub")))
+    assert b'<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="he" dir="rtl">' in \
+        out.read("OEBPS/text/chapter 1.xhtml")
+    assert b'<spine toc="ncx" page-progression-direction="rtl">' in out.read("OEBPS/book.opf")
 
 
 def test_epub_books_keep_every_member_and_code(toy_model, translator, tmp_path):
@@ -1597,7 +1728,7 @@ def test_opendocument_spans_of_the_paragraph_s_own_style_are_plain_text(toy_mode
     try:
         out = load(io.BytesIO(translate_document(translator, path.read_bytes(), ".odt")))
     finally:
-        translator.translate_markup = original
+        del translator.translate_markup  # (the class's method again, not a copy bound here)
     assert sent == [f"{' '.join(words[:2])} <code data-r=\"1\">make</code> "
                     f"{' '.join(words[2:])}"]
     spans = out.getElementsByType(text.P)[0].childNodes

@@ -137,6 +137,29 @@ def test_a_lang_that_names_the_source_language_names_the_target():
     ET.fromstring(out.split("\n", 1)[1])  # well-formed
 
 
+def test_a_page_translated_into_a_right_to_left_language_turns_its_direction():
+    page = '<html lang="en"><body><p>one</p><p dir="ltr">two</p></body></html>'
+    doc = Document(page, "html", language="en", target="he")
+    out = doc.render(["אחד", "שתיים"])
+    # the page's direction turns; an element's own, set by its author, stays
+    assert out == ('<html lang="he" dir="rtl"><body><p>אחד</p><p dir="ltr">שתיים</p></body>'
+                   '</html>')
+    for before, after in (('<html dir="ltr">', '<html dir="rtl">'),
+                          ("<HTML DIR=ltr >", '<HTML DIR="rtl" >'),
+                          ('<html dir="auto">', '<html dir="auto">')):
+        doc = Document(before + "<p>one</p></html>", "html", language="en", target="ar-EG")
+        assert doc.render(["واحد"]).startswith(after)
+    xhtml = ('<?xml version="1.0"?>\n<html xmlns="http://www.w3.org/1999/xhtml" '
+             'xml:lang="en"><body><p>one</p></body></html>')
+    doc = Document(xhtml, "xml", language="en", target="fa")
+    out = doc.render(["یک"])
+    assert '<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="fa" dir="rtl">' in out
+    ET.fromstring(out.split("\n", 1)[1])  # well-formed
+    for target in ("es", None):  # left to right, or unknown: as it was
+        doc = Document(page, "html", language="en", target=target)
+        assert "dir=" not in doc.render(doc.sources).split("<body>")[0]
+
+
 def test_entities_and_surrounding_whitespace_are_kept():
     doc = Document("<p>\n  Fish &amp; chips&nbsp;&copy; <b>now</b>  \n</p>", "html")
     assert doc.sources == ["Fish & chips\xa0\xa9 now"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 from ..errors import UserError
-from ..markup import primary_subtag
+from ..markup import primary_subtag, right_to_left
 
 if TYPE_CHECKING:
     import zipfile
@@ -89,6 +89,14 @@ class Job:
                                 f"translates {pair['source']} to {pair['target']}; give a "
                                 f"model of the file's pair")
 
+    @property
+    def right_to_left(self) -> bool:
+        """Whether the translation is into a language written right to left while its source
+        is not (``markup.right_to_left``): what a document's direction must then say."""
+        pair = self.translator.languages
+        if not pair:
+            return False
+        return right_to_left(pair["target"]) and not right_to_left(pair["source"])
 
     def relabeled(self, named: str | None) -> str | None:
         """The target language's code where ``named``, a language a file gives its text in

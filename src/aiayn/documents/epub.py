@@ -67,6 +67,12 @@ def _translate(archive: zipfile.ZipFile, job: Job) -> bytes:
         target = job.relabeled((language.text or "").strip())
         if target is not None:
             language.text, changed = target, True
+    spine = opf.find(f"{_OPF}spine")
+    if job.right_to_left and spine is not None and \
+            spine.get("page-progression-direction") in (None, "ltr", "default"):
+        # pages turn as the language reads (EPUB 3; readers of EPUB 2 ignore it)
+        spine.set("page-progression-direction", "rtl")
+        changed = True
     told = [e for name in ("title", "description") for e in opf.iter(f"{_DC}{name}")
             if (e.text or "").strip() and not len(e)]
     for element, translation in zip(told, job.lines([e.text.strip() for e in told])):

@@ -74,6 +74,12 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
     for t, translation in zip(comments, job.by_line([t.text for t in comments])):
         t.text = translation
     relabel([presentation.part._element, *(root for _, root, _ in parts)], job)
+    if job.right_to_left:  # the masters' text styles, where every paragraph's start
+        for master in presentation.slide_masters:
+            for styles in master.element.iter(f"{_P}txStyles"):
+                for ppr in styles.iter():
+                    if re.fullmatch(r"lvl\dpPr", local_name(ppr.tag)):
+                        _turn_right_to_left(ppr, root=True)
     from pptx.opc.oxml import serialize_part_xml
     for part, root, _ in parts:
         if getattr(part, "_element", None) is None:
@@ -104,6 +110,26 @@ def translate_paragraphs(paragraphs: list[tuple[Any, Any]], font: str | None, jo
     for t, translation in zip(texts, job.lines([t.text.strip() for t in texts])):
         t.text = t.text[:len(t.text) - len(t.text.lstrip())] + translation + \
             t.text[len(t.text.rstrip()):]
+    if job.right_to_left:
+        for paragraph, _ in owned:
+            ppr = paragraph.find(f"{_A}pPr")
+            if ppr is None:  # (the first child of a paragraph)
+                ppr = paragraph.makeelement(f"{_A}pPr", {})
+                paragraph.insert(0, ppr)
+            _turn_right_to_left(ppr, root=False)
+
+
+_MIRRORED = {"l": "r", "r": "l"}
+
+
+def _turn_right_to_left(ppr, root: bool) -> None:
+    """Paragraph properties (``a:pPr``, or a list style's ``a:lvlNpPr``) made right to left:
+    ``rtl``, and the alignment mirrored, left for right. Where ``root`` (a master's text
+    styles, where every paragraph's properties start) no alignment is left's, the default."""
+    ppr.set("rtl", "1")
+    align = ppr.get("algn") or ("l" if root else None)
+    if align in _MIRRORED:
+        ppr.set("algn", _MIRRORED[align])
 
 
 def _parts(presentation) -> list[tuple[Any, Any, str]]:

@@ -81,6 +81,7 @@ class _StartTag:
     element: Element
     units: dict[str, int]
     values: dict[str, str] = field(default_factory=dict)
+    added: dict[str, str] = field(default_factory=dict)  # attributes the source lacks
 
 
 class Document:
@@ -166,7 +167,14 @@ class Document:
             self._items.append(node.end)
 
     def _start_tag(self, element: Element) -> str | _StartTag:
-        units, values = {}, {}
+        units, values, added = {}, {}, {}
+        if element.tag == "html" and not self.xml and right_to_left(self.target) \
+                and not right_to_left(self.language):
+            # the page's direction turns with its language (an explicit "auto" stays)
+            if element.attr("dir") is None:
+                added["dir"] = "rtl"
+            elif (element.attr("dir") or "").strip().lower() == "ltr":
+                values["dir"] = "rtl"
         for name, value in element.attrs:
             if (name in LANG and value and self.target
                     and primary_subtag(value) == primary_subtag(self.language)):
@@ -174,7 +182,8 @@ class Document:
             elif name in ATTRIBUTES and value and value.strip() and not self.xml:
                 units[name] = len(self._units)
                 self._units.append(_Unit(_SPACE.sub(" ", value).strip(), attribute=True))
-        return _StartTag(element, units, values) if units or values else element.start
+        return _StartTag(element, units, values, added) if units or values or added \
+            else element.start
 
     def _segment(self, run: list[Node]) -> None:
         """Inline nodes as a segment, or as they are when they hold no text."""
@@ -353,6 +362,19 @@ def primary_subtag(code: str) -> str:
     return code.strip().replace("_", "-").split("-")[0].lower()
 
 
+# languages written right to left in their usual script (CLDR's character order), by
+# primary subtag: Arabic, Hebrew (and its old code), Persian, Urdu, Pashto, Sindhi, Uyghur,
+# Yiddish, Dhivehi, Central Kurdish, Syriac, Kashmiri, Mazanderani, Northern Luri
+_RIGHT_TO_LEFT = {"ar", "he", "iw", "fa", "ur", "ps", "sd", "ug", "yi", "ji", "dv", "ckb",
+                  "syr", "ks", "mzn", "lrc"}
+
+
+def right_to_left(code: str | None) -> bool:
+    """Whether the language ``code`` names (``ar``, ``he-IL``, ``fa_IR``) is written right to
+    left."""
+    return bool(code) and primary_subtag(code or "") in _RIGHT_TO_LEFT
+
+
 def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
     """The start tag as written, with new values in place of the attributes' it changes;
     its spacing, quotes, case and other attributes as they were."""
@@ -367,7 +389,12 @@ def _write_start_tag(tag: _StartTag, translations: list[str]) -> str:
         new = html.escape(values[name.lower()], quote=False)
         new = new.replace(quote, "&quot;" if quote == '"' else "&#x27;")
         return f"{found.group(1)}{name}{found.group(3)}{quote}{new}{quote}"
-    return _ATTRIBUTE.sub(value, tag.element.start)
+    start = _ATTRIBUTE.sub(value, tag.element.start)
+    if tag.added:
+        end = len(start) - (2 if start.endswith("/>") else 1)
+        start = start[:end].rstrip() + "".join(
+            f' {name}="{html.escape(v)}"' for name, v in tag.added.items()) + start[end:]
+    return start
 
 
 def _clamp(spans: list[Span], limit: int) -> None:
