@@ -260,6 +260,11 @@ def test_the_page_in_a_real_browser(server, reference, tmp_path):
         WebDriverWait(browser, 60).until(
             lambda b: b.find_elements(By.CSS_SELECTOR, "#heatmap td"))
         assert browser.find_element(By.ID, "translation").text == reference[SENTENCES[0]]
+        # a translation into a language written right to left is laid out right to left
+        direction = ("const e = document.getElementById(arguments[0]); e.textContent = "
+                     "arguments[1]; return getComputedStyle(e).direction")
+        assert browser.execute_script(direction, "translation", "שלום עולם") == "rtl"
+        assert browser.execute_script(direction, "translation", "hola") == "ltr"
         cells = browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
         rows = browser.find_elements(By.CSS_SELECTOR, "#heatmap tbody tr")
         heads = browser.find_elements(By.CSS_SELECTOR, "#head option")
