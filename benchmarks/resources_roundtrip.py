@@ -428,6 +428,24 @@ def main() -> None:
                   suffix, "Python's json")
     print(f"| {reader} reads the translation | {'yes' if target else 'NO'} |")
     print(f"| the same keys | {'yes' if source.keys() == target.keys() else 'NO'} |")
+    if args.reference:  # a target with other plural forms than the source's has other keys
+        shipped = {k for k in read[2] if not k.startswith("!")}
+
+        def forms(keys) -> dict[str, set[str]]:  # plural group -> its CLDR categories
+            groups: dict[str, set[str]] = {}
+            for key in keys:  # (Android's "name/one", a .stringsdict's "key.variable.one")
+                found = re.fullmatch(r"(.+)[/.](zero|one|two|few|many|other)", key)
+                if found:
+                    groups.setdefault(found.group(1), set()).add(found.group(2))
+            return groups
+        ours, theirs = forms(target), forms(shipped)
+        both = ours.keys() & theirs.keys()
+        if both:
+            print(f"| plurals holding every form the shipped translation has "
+                  f"({', '.join(sorted(set().union(*theirs.values())))}) | "
+                  f"{sum(ours[g] >= theirs[g] for g in both)}/{len(both)} |")
+            print(f"| ... and no other | {sum(ours[g] == theirs[g] for g in both)}/"
+                  f"{len(both)} |")
     print(f"| values with a letter changed | "
           f"{sum(k in target and source[k] != target[k] for k in words)}/{len(words)} |")
     if others:

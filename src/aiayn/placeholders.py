@@ -5,7 +5,8 @@ Localisation strings carry placeholders that a translation must keep exactly: pr
 Qt's ``%1``, ``{0}`` and ``{name}``, ``${name}``, Rails' ``%{name}``, i18next's and
 Mustache's ``{{name}}``, PHP's and the shell's ``$name``, Laravel's ``:name``, vue-i18n's linked
 messages ``@:key``, markup ``<b>``
-... ``</b>`` and entities ``&amp;``. With placeholder protection (``aiayn prepare
+... ``</b>`` (and a command's metavariables written so, git's ``<start-point>``) and entities
+``&amp;``. With placeholder protection (``aiayn prepare
 --placeholders``) each one is replaced, in both languages, by a
 sentinel ``⟦1⟧``, ``⟦2⟧``... numbered by its place in the source, and every sentinel is one
 piece of the vocabulary; the model learns to move sentinels, never to spell them. Translating
@@ -34,7 +35,7 @@ PATTERN = re.compile(r"""
   | %\{[A-Za-z_][A-Za-z0-9_]*\}
   | \{\{-?\s*[^{}\s]+\s*\}\}
   | \{[A-Za-z0-9_.:!\[\]]*\}
-  | </?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>
+  | </?[A-Za-z][A-Za-z0-9_-]*(?:\s[^<>]*)?/?>
   | &(?:[A-Za-z][A-Za-z0-9]*|\#[0-9]+|\#x[0-9A-Fa-f]+);
 """, re.VERBOSE)
 MAX = 24  # sentinels ⟦1⟧..⟦24⟧; placeholders beyond the 24th of a sentence stay as text

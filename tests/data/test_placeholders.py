@@ -16,7 +16,8 @@ from tests.conftest import write_pairs
 FORMS = ["%s", "%d", "%1$d", "%2$s", "%-10.3f", "%qs", "%lu", "%.*s", "%(name)s", "%%", "%H",
          "%1", "{0}", "{name}", "{}", "${name}", "<b>", "</b>", "<br/>", '<a href="x.html">',
          "&amp;", "&#39;", "&#x27;", "%{count}", "{{name}}", "%@", "%#@files@", "$name",
-         ":seconds", "@:menu.file", "@.lower:(menu.file)"]
+         ":seconds", "@:menu.file", "@.lower:(menu.file)", "<start-point>", "<file_name>",
+         "<my-element>"]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -32,6 +33,7 @@ def test_every_form_round_trips(form):
 
 def test_plain_text_is_left_alone():
     for text in ("100% sure", "50 % off", "a < b > c", "R&D and AT&T", "{ not a field }",
+                 "a <-> b", "x <- y -> z",
                  "costs $5", "at 10:30", "Note: see", "https://x.org", "Error:Disk",
                  "mail me@home"):
         assert placeholders.find(text) == [], text
