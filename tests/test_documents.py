@@ -203,7 +203,7 @@ def test_word_documents_translated_right_to_left_read_right_to_left(into_hebrew)
     # every property in the schema's order, as Word requires: python-docx reads each back
     for run in runs:
         order = [child.tag.split("}")[1] for child in run.rPr]
-        from aiayn.documents.word import _RUN_ORDER
+        from aiayn.documents.direction import _RUN_ORDER
         assert order == sorted(order, key=_RUN_ORDER.index)
 
 

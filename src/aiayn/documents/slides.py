@@ -32,6 +32,7 @@ from ..errors import UserError, require
 from . import (
     Job,
     code_like,
+    direction,
     local_name,
     monospaced,
     package_problem,
@@ -79,7 +80,7 @@ def translate_pptx(data: bytes, job: Job) -> bytes:
             for styles in master.element.iter(f"{_P}txStyles"):
                 for ppr in styles.iter():
                     if re.fullmatch(r"lvl\dpPr", local_name(ppr.tag)):
-                        _turn_right_to_left(ppr, root=True)
+                        direction.drawingml(ppr, root=True)
     from pptx.opc.oxml import serialize_part_xml
     for part, root, _ in parts:
         if getattr(part, "_element", None) is None:
@@ -116,20 +117,7 @@ def translate_paragraphs(paragraphs: list[tuple[Any, Any]], font: str | None, jo
             if ppr is None:  # (the first child of a paragraph)
                 ppr = paragraph.makeelement(f"{_A}pPr", {})
                 paragraph.insert(0, ppr)
-            _turn_right_to_left(ppr, root=False)
-
-
-_MIRRORED = {"l": "r", "r": "l"}
-
-
-def _turn_right_to_left(ppr, root: bool) -> None:
-    """Paragraph properties (``a:pPr``, or a list style's ``a:lvlNpPr``) made right to left:
-    ``rtl``, and the alignment mirrored, left for right. Where ``root`` (a master's text
-    styles, where every paragraph's properties start) no alignment is left's, the default."""
-    ppr.set("rtl", "1")
-    align = ppr.get("algn") or ("l" if root else None)
-    if align in _MIRRORED:
-        ppr.set("algn", _MIRRORED[align])
+            direction.drawingml(ppr)
 
 
 def _parts(presentation) -> list[tuple[Any, Any, str]]:

@@ -30,6 +30,7 @@ from . import (
     Job,
     code_like,
     code_style,
+    direction,
     local_name,
     monospaced,
     package_problem,
@@ -83,7 +84,7 @@ def translate_docx(data: bytes, job: Job) -> bytes:
             run.text[len(run.text.rstrip()):]
     _relabel(roots, job)
     if job.right_to_left:
-        _turn_right_to_left([p._p for p in paragraphs], roots)
+        direction.word([p._p for p in paragraphs], roots)
     from docx.opc.oxml import serialize_part_xml
     for part, root in notes:
         if getattr(part, "_element", None) is None:
@@ -91,56 +92,6 @@ def translate_docx(data: bytes, job: Job) -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
-
-
-# the children of w:pPr and w:rPr that come after the ones written here, in the schema's
-# order (Word refuses a document whose properties are out of order)
-_AFTER_BIDI = ("adjustRightInd", "snapToGrid", "spacing", "ind", "contextualSpacing",
-               "mirrorIndents", "suppressOverlap", "jc", "textDirection", "textAlignment",
-               "textboxTightWrap", "outlineLvl", "divId", "cnfStyle", "rPr", "sectPr",
-               "pPrChange")
-_RUN_ORDER = ("rStyle", "rFonts", "b", "bCs", "i", "iCs", "caps", "smallCaps", "strike",
-              "dstrike", "outline", "shadow", "emboss", "imprint", "noProof", "snapToGrid",
-              "vanish", "webHidden", "color", "spacing", "w", "kern", "position", "sz", "szCs",
-              "highlight", "u", "effect", "bdr", "shd", "fitText", "vertAlign", "rtl", "cs",
-              "em", "lang", "eastAsianLayout", "specVanish", "oMath", "rPrChange")
-# right-to-left text is a complex script's: Word formats it by these, not by b, i and sz
-_COMPLEX = {"b": "bCs", "i": "iCs", "sz": "szCs"}
-
-
-def _turn_right_to_left(paragraphs: list, roots: list) -> None:
-    """The translated ``paragraphs`` (w:p elements) read right to left: each marked
-    ``w:bidi`` (its direction, and so its alignment, its indents' sides and its list
-    markers' side), each of its runs ``w:rtl`` (the order of its digits and punctuation).
-    Bold, italic and size set for other scripts are given to complex scripts too, in the
-    runs and in the styles (under ``roots``), or right-to-left text would lose them."""
-    from docx.oxml import OxmlElement
-    from docx.oxml.ns import qn
-
-    def put(parent, name: str, order: tuple[str, ...], like=None) -> None:
-        if parent.find(qn(f"w:{name}")) is not None:
-            return
-        element = copy.deepcopy(like) if like is not None else OxmlElement(f"w:{name}")
-        element.tag = qn(f"w:{name}")
-        parent.insert_element_before(element, *(f"w:{n}" for n in order))
-
-    def complex_scripts(rpr) -> None:
-        for latin, complex_name in _COMPLEX.items():
-            found = rpr.find(qn(f"w:{latin}"))
-            if found is not None:
-                later = _RUN_ORDER[_RUN_ORDER.index(complex_name) + 1:]
-                put(rpr, complex_name, later, like=found)
-
-    for p in paragraphs:
-        put(p.get_or_add_pPr(), "bidi", _AFTER_BIDI)
-        for run in p.iter(qn("w:r")):
-            rpr = run.get_or_add_rPr()
-            complex_scripts(rpr)
-            put(rpr, "rtl", _RUN_ORDER[_RUN_ORDER.index("rtl") + 1:])
-    for root in roots:
-        if local_name(root.tag) == "styles":
-            for rpr in root.iter(qn("w:rPr")):
-                complex_scripts(rpr)
 
 
 def _code_cell(paragraph) -> bool:

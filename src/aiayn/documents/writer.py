@@ -42,6 +42,7 @@ from . import (
     Job,
     code_like,
     code_style,
+    direction,
     monospaced,
     ods_copies,
     prevailing,
@@ -104,7 +105,7 @@ def translate_odt(data: bytes, job: Job, kind: str = "text (.odt)") -> bytes:
     ods_copies.follow(document, cells)
     _relabel(document, job)
     if job.right_to_left:
-        _turn_right_to_left(document)
+        direction.opendocument(document)
     written = {"content.xml": _named(_versioned(document.contentxml(),
                                                 archive.read("content.xml")),
                                      archive.read("content.xml"))}
@@ -335,62 +336,6 @@ def _relabel(document, job: Job) -> None:
             attributes.pop(country, None)
             if tag in attributes:
                 attributes[tag] = target
-
-
-_WRITING_MODE, _TEXT_ALIGN = (_STYLE_NS, "writing-mode"), (_FO_NS, "text-align")
-# an alignment to the side a paragraph starts on, or ends on, mirrored; written as "right" and
-# "left", which LibreOffice and the rest read alike (LibreOffice sets "start" at the left of a
-# right-to-left paragraph)
-_MIRRORED = {None: "right", "start": "right", "left": "right", "end": "left", "right": "left"}
-
-
-def _turn_right_to_left(document) -> None:
-    """The document's paragraphs read right to left: the paragraph styles' default direction
-    (and each style's that says left to right, or the page's) right to left, and each
-    paragraph style aligned to the other side than it was (its own alignment or the one it
-    inherits: a paragraph that started at the left margin starts at the right); centred and
-    justified ones stay."""
-    from odf.style import DefaultStyle, ParagraphProperties, Style
-    defaults = [d for d in document.getElementsByType(DefaultStyle)
-                if d.getAttribute("family") == "paragraph"]
-    if not defaults:
-        defaults.append(DefaultStyle(family="paragraph"))
-        document.styles.addElement(defaults[0])
-    for default in defaults:
-        if not any(getattr(c, "qname", None) == (_STYLE_NS, "paragraph-properties")
-                   for c in default.childNodes):
-            default.addElement(ParagraphProperties())
-    styles = [s for s in document.getElementsByType(Style)
-              if s.getAttribute("family") == "paragraph"]
-    named = {s.getAttribute("name"): s for s in styles}
-
-    def own(style):
-        return next((c for c in style.childNodes
-                     if getattr(c, "qname", None) == (_STYLE_NS, "paragraph-properties")), None)
-
-    def inherited(style) -> str | None:
-        seen = set()
-        while style is not None and id(style) not in seen:
-            seen.add(id(style))
-            properties = own(style)
-            if properties is not None and _TEXT_ALIGN in properties.attributes:
-                return properties.attributes[_TEXT_ALIGN]
-            style = named.get(style.getAttribute("parentstylename"))
-        return None
-
-    aligned = {id(style): _MIRRORED.get(inherited(style)) for style in styles}
-    for style in styles:
-        if aligned[id(style)] is not None:
-            if own(style) is None:
-                style.addElement(ParagraphProperties())
-            own(style).attributes[_TEXT_ALIGN] = aligned[id(style)]
-    for properties in document.getElementsByType(ParagraphProperties):
-        attributes = properties.attributes
-        parent = properties.parentNode
-        default = parent.qname == (_STYLE_NS, "default-style")
-        if attributes.get(_WRITING_MODE) in ("lr-tb", "lr", "page") or (
-                default and _WRITING_MODE not in attributes):
-            attributes[_WRITING_MODE] = "rl-tb"
 
 
 def _simple(paragraph) -> bool:

@@ -1,0 +1,137 @@
+"""Documents translated into a language written right to left (``Job.right_to_left``), made
+to read so in each format's own terms: Word's paragraphs and runs (``word``), OpenDocument's
+paragraph styles (``opendocument``) and DrawingML's paragraphs and list styles, PowerPoint's
+and charts' (``drawingml``). A web page's and a book's direction is the markup path's
+(``markup.Document``, ``documents.epub``).
+
+Alignment follows the direction, where each format means the sides of the page by it: Word
+reads its left and right by the paragraph's direction, so they stay; DrawingML's left and
+right are the page's, so they are mirrored; OpenDocument's are written as the page's sides
+(LibreOffice sets a right-to-left paragraph's "start" at the left).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from . import local_name
+
+# the children of w:pPr and w:rPr that come after the ones written here, in the schema's
+# order (Word refuses a document whose properties are out of order)
+_AFTER_BIDI = ("adjustRightInd", "snapToGrid", "spacing", "ind", "contextualSpacing",
+               "mirrorIndents", "suppressOverlap", "jc", "textDirection", "textAlignment",
+               "textboxTightWrap", "outlineLvl", "divId", "cnfStyle", "rPr", "sectPr",
+               "pPrChange")
+_RUN_ORDER = ("rStyle", "rFonts", "b", "bCs", "i", "iCs", "caps", "smallCaps", "strike",
+              "dstrike", "outline", "shadow", "emboss", "imprint", "noProof", "snapToGrid",
+              "vanish", "webHidden", "color", "spacing", "w", "kern", "position", "sz", "szCs",
+              "highlight", "u", "effect", "bdr", "shd", "fitText", "vertAlign", "rtl", "cs",
+              "em", "lang", "eastAsianLayout", "specVanish", "oMath", "rPrChange")
+# right-to-left text is a complex script's: Word formats it by these, not by b, i and sz
+_COMPLEX = {"b": "bCs", "i": "iCs", "sz": "szCs"}
+
+
+def word(paragraphs: list, roots: list) -> None:
+    """The translated ``paragraphs`` (w:p elements) read right to left: each marked
+    ``w:bidi`` (its direction, and so its alignment, its indents' sides and its list
+    markers' side), each of its runs ``w:rtl`` (the order of its digits and punctuation).
+    Bold, italic and size set for other scripts are given to complex scripts too, in the
+    runs and in the styles (under ``roots``), or right-to-left text would lose them."""
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    def put(parent, name: str, order: tuple[str, ...], like=None) -> None:
+        if parent.find(qn(f"w:{name}")) is not None:
+            return
+        element = copy.deepcopy(like) if like is not None else OxmlElement(f"w:{name}")
+        element.tag = qn(f"w:{name}")
+        parent.insert_element_before(element, *(f"w:{n}" for n in order))
+
+    def complex_scripts(rpr) -> None:
+        for latin, complex_name in _COMPLEX.items():
+            found = rpr.find(qn(f"w:{latin}"))
+            if found is not None:
+                later = _RUN_ORDER[_RUN_ORDER.index(complex_name) + 1:]
+                put(rpr, complex_name, later, like=found)
+
+    for p in paragraphs:
+        put(p.get_or_add_pPr(), "bidi", _AFTER_BIDI)
+        for run in p.iter(qn("w:r")):
+            rpr = run.get_or_add_rPr()
+            complex_scripts(rpr)
+            put(rpr, "rtl", _RUN_ORDER[_RUN_ORDER.index("rtl") + 1:])
+    for root in roots:
+        if local_name(root.tag) == "styles":
+            for rpr in root.iter(qn("w:rPr")):
+                complex_scripts(rpr)
+
+
+_STYLE_NS = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+_FO_NS = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
+_WRITING_MODE, _TEXT_ALIGN = (_STYLE_NS, "writing-mode"), (_FO_NS, "text-align")
+# an alignment to the side a paragraph starts on, or ends on, mirrored; written as "right" and
+# "left", which LibreOffice and the rest read alike (LibreOffice sets "start" at the left of a
+# right-to-left paragraph)
+_SIDES = {None: "right", "start": "right", "left": "right", "end": "left", "right": "left"}
+
+
+def opendocument(document) -> None:
+    """The document's paragraphs read right to left: the paragraph styles' default direction
+    (and each style's that says left to right, or the page's) right to left, and each
+    paragraph style aligned to the other side than it was (its own alignment or the one it
+    inherits: a paragraph that started at the left margin starts at the right); centred and
+    justified ones stay."""
+    from odf.style import DefaultStyle, ParagraphProperties, Style
+    defaults = [d for d in document.getElementsByType(DefaultStyle)
+                if d.getAttribute("family") == "paragraph"]
+    if not defaults:
+        defaults.append(DefaultStyle(family="paragraph"))
+        document.styles.addElement(defaults[0])
+    for default in defaults:
+        if not any(getattr(c, "qname", None) == (_STYLE_NS, "paragraph-properties")
+                   for c in default.childNodes):
+            default.addElement(ParagraphProperties())
+    styles = [s for s in document.getElementsByType(Style)
+              if s.getAttribute("family") == "paragraph"]
+    named = {s.getAttribute("name"): s for s in styles}
+
+    def own(style):
+        return next((c for c in style.childNodes
+                     if getattr(c, "qname", None) == (_STYLE_NS, "paragraph-properties")), None)
+
+    def inherited(style) -> str | None:
+        seen = set()
+        while style is not None and id(style) not in seen:
+            seen.add(id(style))
+            properties = own(style)
+            if properties is not None and _TEXT_ALIGN in properties.attributes:
+                return properties.attributes[_TEXT_ALIGN]
+            style = named.get(style.getAttribute("parentstylename"))
+        return None
+
+    aligned = {id(style): _SIDES.get(inherited(style)) for style in styles}
+    for style in styles:
+        if aligned[id(style)] is not None:
+            if own(style) is None:
+                style.addElement(ParagraphProperties())
+            own(style).attributes[_TEXT_ALIGN] = aligned[id(style)]
+    for properties in document.getElementsByType(ParagraphProperties):
+        attributes = properties.attributes
+        parent = properties.parentNode
+        default = parent.qname == (_STYLE_NS, "default-style")
+        if attributes.get(_WRITING_MODE) in ("lr-tb", "lr", "page") or (
+                default and _WRITING_MODE not in attributes):
+            attributes[_WRITING_MODE] = "rl-tb"
+
+
+_ALIGNS = {"l": "r", "r": "l"}
+
+
+def drawingml(ppr, root: bool = False) -> None:
+    """Paragraph properties (``a:pPr``, or a list style's ``a:lvlNpPr``) made right to left:
+    ``rtl``, and the alignment mirrored, left for right. Where ``root`` (a master's text
+    styles, where every paragraph's properties start) no alignment is left's, the default."""
+    ppr.set("rtl", "1")
+    align = ppr.get("algn") or ("l" if root else None)
+    if align in _ALIGNS:
+        ppr.set("algn", _ALIGNS[align])
