@@ -246,6 +246,8 @@ def test_a_picture_needs_a_picture_format_and_positions_a_base_above_one(tmp_pat
           "--base (nan) must be a finite number above 1")
     fails(capsys, ["positions", "--base", "0", "--out", str(tmp_path / "pe.png")],
           "--base (0.0) must be a finite number above 1")
+    fails(capsys, ["positions", "--d-model", "100000", "--length", "100000", "--out",
+                   str(tmp_path / "pe.png")], "10,000,000,000 values, more than a picture shows")
     run = tmp_path / "run"
     run.mkdir()
     fails(capsys, ["plot", str(run), "--out", str(tmp_path / "curves.csv")],

@@ -47,10 +47,17 @@ def attend_command(args: argparse.Namespace) -> None:
     print(f"wrote {len(written)} files to {args.out} (open {Path(args.out) / 'index.html'})")
 
 
+POSITIONS_DRAWN = 1 << 24  # values of the table a picture of 1,100 x 850 pixels draws at most
+
+
 def positions_command(args: argparse.Namespace) -> None:
     from ..inspect import plot_positions
     if args.d_model < 2 or args.length < 1:
         raise UserError("--d-model must be at least 2 and --length at least 1")
+    if args.d_model * args.length > POSITIONS_DRAWN:
+        raise UserError(f"--d-model {args.d_model} x --length {args.length} is "
+                        f"{args.d_model * args.length:,} values, more than a picture shows "
+                        f"({POSITIONS_DRAWN:,}); lower --d-model or --length")
     if not (finite_number(args.base) and args.base > 1):
         raise UserError(f"--base ({args.base}) must be a finite number above 1 (the paper: "
                         "10000)")
