@@ -239,6 +239,32 @@ def test_powerpoint_slides_translated_right_to_left_read_right_to_left(into_hebr
     assert {e.get("algn") for e in levels} <= {"r", "ctr", "just", "dist"}
 
 
+def test_excel_text_cells_translated_right_to_left_read_right_to_left(into_hebrew):
+    import openpyxl
+    from openpyxl.styles import Alignment
+
+    from aiayn.documents import translate_document
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"], sheet["A2"], sheet["A3"] = SENTENCES[0], SENTENCES[1], 42
+    sheet["A2"].alignment = Alignment(horizontal="left", wrap_text=True)
+    sheet["A4"] = SENTENCES[0]  # (a second cell of the same format: one copy for both)
+    sheet["B1"] = "SKU-4471-B"  # a code, as written
+    sheet["A3"].alignment = Alignment(horizontal="left")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    out = openpyxl.load_workbook(io.BytesIO(translate_document(into_hebrew, buffer.getvalue(),
+                                                               ".xlsx"))).active
+    assert out["A1"].value != SENTENCES[0]
+    assert out["A1"].alignment.readingOrder == 2 and out["A1"].alignment.horizontal is None
+    assert (out["A2"].alignment.readingOrder, out["A2"].alignment.horizontal,
+            out["A2"].alignment.wrap_text) == (2, "right", True)  # left mirrored, the rest kept
+    assert out["A4"].style_id == out["A1"].style_id
+    # a number and a code stay as they were, in their own formats
+    assert (out["A3"].alignment.readingOrder, out["A3"].alignment.horizontal) == (0, "left")
+    assert out["B1"].value == "SKU-4471-B" and out["B1"].alignment.readingOrder == 0
+
+
 def test_word_runs_formatted_as_their_paragraph_are_plain_text(toy_model, translator,
                                                                tmp_path):
     """Runs that carry the paragraph's own properties (LibreOffice writes an empty rPr on

@@ -1,13 +1,13 @@
 """Documents translated into a language written right to left (``Job.right_to_left``), made
 to read so in each format's own terms: Word's paragraphs and runs (``word``), OpenDocument's
-paragraph styles (``opendocument``) and DrawingML's paragraphs and list styles, PowerPoint's
-and charts' (``drawingml``). A web page's and a book's direction is the markup path's
-(``markup.Document``, ``documents.epub``).
+paragraph styles (``opendocument``), DrawingML's paragraphs and list styles, PowerPoint's
+and charts' (``drawingml``), and Excel's text cells (``spreadsheet``). A web page's and a
+book's direction is the markup path's (``markup.Document``, ``documents.epub``).
 
 Alignment follows the direction, where each format means the sides of the page by it: Word
-reads its left and right by the paragraph's direction, so they stay; DrawingML's left and
-right are the page's, so they are mirrored; OpenDocument's are written as the page's sides
-(LibreOffice sets a right-to-left paragraph's "start" at the left).
+reads its left and right by the paragraph's direction, so they stay; DrawingML's and Excel's
+left and right are the page's, so they are mirrored; OpenDocument's are written as the
+page's sides (LibreOffice sets a right-to-left paragraph's "start" at the left).
 """
 
 from __future__ import annotations
@@ -135,3 +135,57 @@ def drawingml(ppr, root: bool = False) -> None:
     align = ppr.get("algn") or ("l" if root else None)
     if align in _ALIGNS:
         ppr.set("algn", _ALIGNS[align])
+
+
+_S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+
+
+def spreadsheet(roots: dict, translated: list) -> set[str]:
+    """The cells whose strings were translated (``translated``: their ``si`` or ``is``
+    elements) read right to left: each given a copy of its cell format with
+    ``readingOrder="2"`` (right to left; text aligned "general" then starts at the right)
+    and a left or right alignment mirrored, the sheet's layout (its columns' order) left to
+    its author. ``roots``: part name -> (kind, XML root), as ``documents.sheets`` reads
+    them. The names of the parts changed."""
+    styles = next((root for kind, root in roots.values() if kind == "styles"), None)
+    formats = styles.find(f"{_S}cellXfs") if styles is not None else None
+    if formats is None:
+        return set()
+    # (lxml gives an element the same proxy while one is held, as ``translated`` holds them)
+    translated_ids = {id(item) for item in translated}
+    shared = next((root for kind, root in roots.values() if kind == "strings"), None)
+    indices = {str(k) for k, si in enumerate(shared.findall(f"{_S}si") if shared is not None
+                                             else []) if id(si) in translated_ids}
+    copies: dict[str, str] = {}  # a format's index -> its right-to-left copy's
+    changed = set()
+    for name, (kind, root) in roots.items():
+        if kind != "sheet":
+            continue
+        for cell in root.iter(f"{_S}c"):
+            value, inline = cell.find(f"{_S}v"), cell.find(f"{_S}is")
+            if not ((cell.get("t") == "s" and value is not None and value.text in indices)
+                    or (cell.get("t") == "inlineStr" and inline is not None
+                        and id(inline) in translated_ids)):
+                continue
+            given = cell.get("s", "0")
+            if given not in copies:
+                xfs = formats.findall(f"{_S}xf")
+                if not given.isdigit() or int(given) >= len(xfs):
+                    continue
+                xf = copy.deepcopy(xfs[int(given)])
+                align = xf.find(f"{_S}alignment")
+                if align is None:  # (the first child of a format)
+                    align = xf.makeelement(f"{_S}alignment", {})
+                    xf.insert(0, align)
+                align.set("readingOrder", "2")
+                if align.get("horizontal") in ("left", "right"):
+                    align.set("horizontal", "right" if align.get("horizontal") == "left"
+                              else "left")
+                xf.set("applyAlignment", "1")
+                formats.append(xf)
+                formats.set("count", str(len(xfs) + 1))
+                copies[given] = str(len(xfs))
+                changed.add(next(n for n, (k, _) in roots.items() if k == "styles"))
+            cell.set("s", copies[given])
+            changed.add(name)
+    return changed

@@ -48,6 +48,7 @@ from . import (
     another_kind,
     cell_copies,
     code_like,
+    direction,
     local_name,
     monospaced,
     package_problem,
@@ -76,6 +77,7 @@ _KINDS = {_OFFICE + "spreadsheetml.sharedStrings+xml": "strings",
           _OFFICE + "spreadsheetml.pivotTable+xml": "pivot table",
           _OFFICE + "spreadsheetml.pivotCacheDefinition+xml": "pivot cache",
           _OFFICE + "spreadsheetml.pivotCacheRecords+xml": "pivot records",
+          _OFFICE + "spreadsheetml.styles+xml": "styles",
           "application/vnd.openxmlformats-package.core-properties+xml": "properties"}
 _MAIN = re.compile(r"application/vnd\.(?:openxmlformats-officedocument\.spreadsheetml|"
                    r"ms-excel)\.(?:sheet|template)(?:\.macroEnabled)?\.main\+xml")
@@ -105,7 +107,9 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
     # 2) what a sheet says besides its cells; 3) text boxes and charts; 4) threaded
     # comments; 5) the language the properties name
     shown = cell_copies.shown_texts(roots)
-    changed, cells = _translate_strings(roots, job)
+    changed, cells, translated = _translate_strings(roots, job)
+    if job.right_to_left:
+        changed |= direction.spreadsheet(roots, translated)
     changed |= cell_copies.follow(archive, roots, cells,
                                   lambda name: _parse(archive, name, etree, what), shown)
     changed |= _translate_sheet_texts(roots, job)
@@ -137,10 +141,10 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
         raise UserError(f"{what}: {err}") from None
 
 
-def _translate_strings(roots: dict, job: Job) -> tuple[set[str], dict[str, str]]:
+def _translate_strings(roots: dict, job: Job) -> tuple[set[str], dict[str, str], list]:
     """The text cells' strings (those with a letter) and the notes translated in place, plain
     ones line by line and those of runs through the markup path; the names of the parts
-    changed, and each cell's text with its translation."""
+    changed, each cell's text with its translation, and the strings translated."""
     changed: set[str] = set()
     strings, sources, authors = [], [], {}
     for name, (kind, root) in roots.items():
@@ -161,7 +165,7 @@ def _translate_strings(roots: dict, job: Job) -> tuple[set[str], dict[str, str]]
         _write(item, _runs(spans, out), authors[id(item)])
     cells = {source: _text(item) for source, item in zip(sources, strings)
              if authors[id(item)] is None and local_name(item.tag) in ("si", "is")}
-    return changed, cells
+    return changed, cells, strings
 
 
 # a header's or footer's codes: a literal "&", a font ("&\"Arial,Bold\""), a colour, a size,
