@@ -138,6 +138,7 @@ def drawingml(ppr, root: bool = False) -> None:
 
 
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_HORIZONTAL = {"left": "right", "right": "left"}
 
 
 def spreadsheet(roots: dict, translated: list) -> set[str]:
@@ -147,17 +148,19 @@ def spreadsheet(roots: dict, translated: list) -> set[str]:
     and a left or right alignment mirrored, the sheet's layout (its columns' order) left to
     its author. ``roots``: part name -> (kind, XML root), as ``documents.sheets`` reads
     them. The names of the parts changed."""
-    styles = next((root for kind, root in roots.values() if kind == "styles"), None)
+    styles_part, styles = next(((name, root) for name, (kind, root) in roots.items()
+                                if kind == "styles"), (None, None))
     formats = styles.find(f"{_S}cellXfs") if styles is not None else None
     if formats is None:
         return set()
+    xfs = formats.findall(f"{_S}xf")
     # (lxml gives an element the same proxy while one is held, as ``translated`` holds them)
     translated_ids = {id(item) for item in translated}
     shared = next((root for kind, root in roots.values() if kind == "strings"), None)
     indices = {str(k) for k, si in enumerate(shared.findall(f"{_S}si") if shared is not None
                                              else []) if id(si) in translated_ids}
     copies: dict[str, str] = {}  # a format's index -> its right-to-left copy's
-    changed = set()
+    changed: set[str] = set()
     for name, (kind, root) in roots.items():
         if kind != "sheet":
             continue
@@ -169,7 +172,6 @@ def spreadsheet(roots: dict, translated: list) -> set[str]:
                 continue
             given = cell.get("s", "0")
             if given not in copies:
-                xfs = formats.findall(f"{_S}xf")
                 if not given.isdigit() or int(given) >= len(xfs):
                     continue
                 xf = copy.deepcopy(xfs[int(given)])
@@ -178,14 +180,15 @@ def spreadsheet(roots: dict, translated: list) -> set[str]:
                     align = xf.makeelement(f"{_S}alignment", {})
                     xf.insert(0, align)
                 align.set("readingOrder", "2")
-                if align.get("horizontal") in ("left", "right"):
-                    align.set("horizontal", "right" if align.get("horizontal") == "left"
-                              else "left")
+                if align.get("horizontal") in _HORIZONTAL:
+                    align.set("horizontal", _HORIZONTAL[align.get("horizontal")])
                 xf.set("applyAlignment", "1")
-                formats.append(xf)
-                formats.set("count", str(len(xfs) + 1))
                 copies[given] = str(len(xfs))
-                changed.add(next(n for n, (k, _) in roots.items() if k == "styles"))
+                xfs.append(xf)
+                formats.append(xf)
+                formats.set("count", str(len(xfs)))
             cell.set("s", copies[given])
             changed.add(name)
+    if copies and styles_part is not None:
+        changed.add(styles_part)
     return changed

@@ -101,7 +101,8 @@ def translate_xlsx(data: bytes, job: Job, suffix: str = ".xlsx") -> bytes:
         main = next((t for t in types.values() if t.endswith(".main+xml")), None)
         raise UserError(f"{what}: " + (another_kind(main) if main else "it has no workbook part"))
     roots = {name: (_KINDS[ctype], _parse(archive, name, etree, what))
-             for name, ctype in types.items() if ctype in _KINDS}
+             for name, ctype in types.items() if ctype in _KINDS
+             and (_KINDS[ctype] != "styles" or job.right_to_left)}  # (read for direction)
     roots[workbook] = ("workbook", _parse(archive, workbook, etree, what))
     # 1) the cells' strings and the notes, and the copies of the cells' text elsewhere;
     # 2) what a sheet says besides its cells; 3) text boxes and charts; 4) threaded
