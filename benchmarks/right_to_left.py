@@ -4,15 +4,17 @@ right margin, as readers lay them out?
     python benchmarks/right_to_left.py --checkpoint RUN [--rtl he] DOC.md [DOC.md ...]
 
 Each Markdown file (real documentation, e.g. a README under /usr/share/doc) is written by
-pandoc as .docx, .odt, .pptx and a web page (.html). aiayn translates each twice with the same
+pandoc as .docx, .odt, .pptx and a web page (.html), and as a PDF (the .docx as LibreOffice
+lays it out). aiayn translates each twice with the same
 model: once into the model's own target and once told that the target is ``--rtl`` (a language
 written right to left; the words are the model's either way, so only the layout differs).
-LibreOffice, which aiayn does not use, lays each file out as PDF (Chromium the web page), and
-poppler's ``pdftotext -bbox-layout`` gives every line's left and right edge. In each block of
-two lines or more, a line that reaches one edge of the block and not the other is ragged on
-the other side: a paragraph set left to right has ragged lines that reach the left edge, one
-set right to left ragged lines that reach the right. Per file: the ragged lines that reach the
-right edge, of all ragged lines outside code blocks (code stays as written, left to right).
+LibreOffice, which aiayn does not use, lays each file out as PDF (Chromium the web page; a PDF
+is measured as aiayn wrote it), and poppler's ``pdftotext -bbox-layout`` gives every line's
+left and right edge. In each block of two lines or more, a line that reaches one edge of the
+block and not the other is ragged on the other side: a paragraph set left to right has
+ragged lines that reach the left edge, one set right to left ragged lines that reach the
+right. Per file: the ragged lines that reach the right edge, of all ragged lines outside code
+blocks (code stays as written, left to right).
 
 Needs pandoc, LibreOffice (Writer and Impress), Chromium and poppler-utils (Debian: pandoc,
 libreoffice-writer-nogui, libreoffice-impress-nogui, chromium, poppler-utils).
@@ -91,7 +93,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--rtl", default="he", help="the right-to-left target the model is told of")
-    p.add_argument("--formats", nargs="+", default=["docx", "odt", "pptx", "html"])
+    p.add_argument("--formats", nargs="+", default=["docx", "odt", "pptx", "html", "pdf"])
     p.add_argument("documents", nargs="+", type=Path)
     args = p.parse_args()
 
@@ -117,10 +119,13 @@ def main() -> None:
             code = code_lines(markdown)
             for fmt in args.formats:
                 (folder / fmt).mkdir(exist_ok=True)  # (each file's PDF beside it, by its stem)
-                source = folder / fmt / f"{name}.{fmt}"
+                source = folder / fmt / f"{name}.{'docx' if fmt == 'pdf' else fmt}"
                 subprocess.run(["pandoc", str(text), "-s", "-o", str(source)], check=True,
                                stderr=subprocess.DEVNULL)
-                cells, seconds = [ragged(laid_out(source, folder), code)], 0.0
+                if fmt == "pdf":
+                    source = laid_out(source, folder)
+                cells, seconds = [ragged(laid_out(source, folder)
+                                         if fmt != "pdf" else source, code)], 0.0
                 for target in (own["target"], args.rtl):
                     translator.languages = {"source": own["source"], "target": target}
                     out = folder / fmt / f"{name}.{target}.{fmt}"
@@ -128,7 +133,7 @@ def main() -> None:
                     out.write_bytes(translate_document(translator, source.read_bytes(),
                                                        f".{fmt}"))
                     seconds = time.perf_counter() - t0
-                    cells.append(ragged(laid_out(out, folder), code))
+                    cells.append(ragged(laid_out(out, folder) if fmt != "pdf" else out, code))
                 shares = [f"{r}/{n} ({100 * r / max(n, 1):.0f}%)" for r, n in cells]
                 print(f"| {name}/{document.name} | .{fmt} | {' | '.join(shares)} | "
                       f"{seconds:.1f} |", flush=True)

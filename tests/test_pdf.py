@@ -502,3 +502,190 @@ def test_a_highlight_moves_with_its_words(toy_model, translator, tmp_path):
     bottom, top = min(quad.y3, quad.y4), max(quad.y1, quad.y2)
     under = page.get_textpage().get_text_bounded(left + 0.5, bottom + 1, right - 0.5, top - 1)
     assert under.replace(" ", "") == inside.replace(" ", "")
+
+
+HEBREW = dict(zip("abcdefghijklmnopqrstuvwxyz", "אבגדהוזחטיכלמנסעפצקרשתאבגד"))
+ARABIC = dict(zip("abcdefghijklmnopqrstuvwxyz", "ابتثجحخدذرزسشصضطظعغفقكلمنه"))
+
+
+class RightToLeft:
+    """A translator into Hebrew (or Arabic): each word of the source spelled in its letters,
+    every third word followed by a version number in brackets, every fifth by a Latin name;
+    tags kept."""
+
+    def __init__(self, letters=HEBREW, target="he"):
+        self.letters, self.languages = letters, {"source": "en", "target": target}
+        self.said: list[str] = []  # every translation given, tags taken out
+
+    def translate_markup(self, documents, fmt, options=None, glossary=None, fragments=False):
+        out = [" ".join(self.word(w, k) for k, w in enumerate(d.split(" "))) for d in documents]
+        self.said += [re.sub(r"<[^>]+>", "", d) for d in out]
+        return out
+
+    def word(self, word: str, k: int) -> str:
+        spelled = re.sub(r"(?<![<a-z/])[a-z]+(?![a-z]*>)",
+                         lambda m: "".join(self.letters[c] for c in m.group()), word)
+        return spelled + (" (2.0)" if k % 3 == 2 else "") + (" GNU" if k % 5 == 4 else "")
+
+
+def seen(data: bytes) -> dict[float, tuple[str, float, float]]:
+    """By baseline, top down: the glyphs each line draws, left to right as they are seen, as
+    the characters they are (the content stream decoded here: a WinAnsi font's bytes, an
+    embedded DejaVu font's glyph numbers through its own cmap; PDFium and pypdf read text
+    back by guessing its logical order), and the line's left and right edges (PDFium's boxes
+    of its glyphs)."""
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+    from fontTools.ttLib import TTFont
+    from pypdf import PdfReader
+    from pypdf.generic import ContentStream
+
+    from aiayn.documents.pdf import setting
+    page = PdfReader(io.BytesIO(data)).pages[0]
+    fonts = {name: font.get_object() for name, font in page["/Resources"]["/Font"].items()}
+    glyphs: dict[str, dict[int, str]] = {}
+    pieces: dict[float, list[tuple[float, str]]] = {}
+    x, y, font = 0.0, 0.0, None
+    for operands, operator in ContentStream(page.get_contents(), page.pdf).operations:
+        if operator == b"Tm":
+            x, y = float(operands[4]), float(operands[5])
+        elif operator == b"Tf":
+            font = fonts[operands[0]]
+        elif operator in (b"Tj", b"TJ"):
+            shown = b"".join(getattr(o, "original_bytes", o) for o in (
+                operands[0] if operator == b"TJ" else operands) if isinstance(o, (str, bytes)))
+            name = str(font["/BaseFont"]).lstrip("/")
+            if font["/Subtype"] != "/Type0":
+                pieces.setdefault(y, []).append((x, shown.decode("cp1252")))
+                continue
+            if name not in glyphs:
+                path = next(f / f"{name}.ttf" for f in setting._font_folders()
+                            if (f / f"{name}.ttf").is_file())
+                order = TTFont(str(path)).getGlyphOrder()
+                named = {g: chr(c) for c, g in TTFont(str(path)).getBestCmap().items()}
+                glyphs[name] = {k: named.get(g, "?") for k, g in enumerate(order)}
+            pieces.setdefault(y, []).append((x, "".join(
+                glyphs[name][int.from_bytes(shown[k:k + 2], "big")]
+                for k in range(0, len(shown), 2))))
+    textpage = pdfium.PdfDocument(data)[0].get_textpage()
+    box = [ctypes.c_double() for _ in range(4)]  # left, right, bottom, top
+    origin = [ctypes.c_double(), ctypes.c_double()]
+    edges: dict[float, list[float]] = {}
+    for k in range(textpage.count_chars()):
+        raw.FPDFText_GetCharBox(textpage.raw, k, *box)
+        raw.FPDFText_GetCharOrigin(textpage.raw, k, *origin)
+        if not chr(raw.FPDFText_GetUnicode(textpage.raw, k)).isspace():
+            edges.setdefault(round(origin[1].value, 1), []).extend([box[0].value, box[1].value])
+    lines = {}
+    for y, found in sorted(pieces.items(), reverse=True):
+        said = " ".join("".join(text for _, text in sorted(found)).split())
+        near = [x for at, xs in edges.items() if abs(at - y) < 0.5 for x in xs]
+        if said:
+            lines[round(y, 1)] = (said, min(near, default=0.0), max(near, default=0.0))
+    return lines
+
+
+def test_a_translation_into_hebrew_is_set_right_to_left_in_the_order_it_is_seen():
+    """Each line of a paragraph reads, left to right, as the Unicode Bidirectional Algorithm
+    shows the words it holds (python-bidi's ``get_display``): Hebrew words reversed, numbers
+    and Latin names as they are, brackets mirrored. The lines end at the column's right edge
+    and begin where they end (ragged left); the list mark goes to the right; letters Times
+    lacks are set in DejaVu Sans, which has them (DejaVu Serif has no Hebrew)."""
+    from bidi.algorithm import get_display  # python-bidi's own, with rule L4
+
+    from aiayn.documents import Job, pdf
+    lines = paragraph_lines()
+    edge = 72 + max(width(line, 11) for line in lines[:2]) + 5
+    data = pdf_file(["\n".join([
+        justified(lines[0], 11, 72, 670, edge), justified(lines[1], 11, 72, 657, edge),
+        text("R", 11, 72, 644, lines[2][0][1]), text("R", 11, 72, 600, "- " + SENTENCES[5])])])
+    translator = RightToLeft()
+    out = pdf.translate_pdf(data, Job(translator))
+    paragraph, item = translator.said
+    words = paragraph.split()
+    assert any(word.isascii() for word in words) and "(2.0)" in words
+    lines_seen = seen(out)
+    at, lefts = 0, []
+    for y, (said, left, right) in lines_seen.items():
+        if not 610 < y <= 670:
+            continue
+        count = len(said.split())
+        assert said == get_display(" ".join(words[at:at + count]), base_dir="R")
+        assert abs(right - edge) < 1.5, (y, right, edge)
+        at += count
+        lefts.append(left)
+    assert at == len(words) and len(lefts) >= 3 and max(lefts) - min(lefts) > 5  # ragged
+    said, left, right = lines_seen[600]
+    on_line = [c for c in chars(out) if round(c[3]) == 600 and not c[0].isspace()]
+    mark = [c for c in on_line if c[0] == "-"]
+    assert said.endswith("-") and len(mark) == 1 and mark[0][2] == max(c[2] for c in on_line)
+    assert said[:-1].rstrip() == get_display(item, base_dir="R")
+    fonts = {font for c, font, _, _ in chars(out) if not c.isspace() and not c.isascii()}
+    assert fonts and all("DejaVuSans" in name and "Serif" not in name for name in fonts), fonts
+
+
+def test_arabic_letters_are_joined_and_a_hebrew_name_in_german_keeps_its_order():
+    """Arabic words are drawn in the forms their letters take joined (arabic-reshaper's
+    presentation forms); a paragraph into a language written left to right keeps its left
+    edge, and a Hebrew word in it reads right to left."""
+    import arabic_reshaper
+    from bidi.algorithm import get_display
+
+    from aiayn.documents import Job, pdf
+    data = pdf_file([text("R", 11, 72, 700, SENTENCES[0])])
+    translator = RightToLeft(ARABIC, "ar")
+    out = pdf.translate_pdf(data, Job(translator))
+    said, left, right = seen(out)[700]
+    logical = translator.translate_markup([SENTENCES[0]], "html")[0]
+    assert said == get_display(arabic_reshaper.reshape(logical), base_dir="R")
+    assert all(0xFE70 <= ord(c) <= 0xFEFF for c in said if c.isalpha() and not c.isascii())
+    assert any(ord(c) != ord(d) for c, d in zip(said, get_display(logical, base_dir="R")))
+
+    class German(Greek):
+        languages = {"source": "en", "target": "de"}
+
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            return [f"Hallo {HEBREW['s']}{HEBREW['h']}{HEBREW['l']} Welt" for _ in documents]
+    said, left, _ = seen(pdf.translate_pdf(data, Job(German())))[700]
+    assert said == "Hallo " + HEBREW["l"] + HEBREW["h"] + HEBREW["s"] + " Welt"
+    assert abs(left - 72) < 1.5
+
+
+def test_the_order_a_line_is_seen_in_is_python_bidi_s():
+    """``visual`` resolves the levels of the Unicode Bidirectional Algorithm itself (a line
+    here is pieces in several fonts, and python-bidi gives only the reordered string): on
+    random lines of Hebrew, Arabic, Latin, numbers of both kinds, brackets, marks and
+    combining marks, in paragraphs of both directions, its order is ``get_display``'s (rules
+    L1-L2), and each stretch of odd level is drawn as python-bidi's first implementation
+    draws it (with rule L4's mirrored brackets)."""
+    import random
+
+    import arabic_reshaper
+    from bidi import get_display
+    from bidi.algorithm import get_display as drawn_by_python_bidi
+
+    from aiayn.documents.pdf import visual
+    words = ["שלום", "ספר", "abc", "GNU", "123", "4.5", "50%", "$10", "(שלום)", "(abc)", "-",
+             ":", "!", "«", "»", "“", "%s", "{0}", "שלום123", "abc-def", "קובץ.", "1-2", "/",
+             "(", ")", "[", "]", "+1", "١٢٣", "كِتَابٌ", "(ملف)", "\u200f", "\u200e", "v2.0",
+             "%1$s", "א\u05b8", "x\u0301"]
+    rng = random.Random(0)
+    for _ in range(3000):
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))
+        for level in (0, 1):
+            levels = visual.levels(line, level)
+            runs: list[tuple[int, str]] = []
+            for c, n in zip(line, levels):
+                runs = runs[:-1] + [(n, runs[-1][1] + c)] if runs and runs[-1][0] == n \
+                    else runs + [(n, c)]
+            seen = [runs[k] for k in visual.order([n for n, _ in runs])]
+            expected = get_display(line, base_dir="R" if level else "L")
+            assert "".join(text[::-1] if n % 2 else text for n, text in seen) == expected, line
+            for n, text in seen:
+                if n % 2:
+                    shown = "".join(c for c in text if c not in visual.INVISIBLE)
+                    assert visual.drawn(text, n) == drawn_by_python_bidi(
+                        arabic_reshaper.reshape(shown), base_dir="R"), text

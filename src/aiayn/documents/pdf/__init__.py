@@ -20,7 +20,8 @@ again where they were.
 The translation is set in the PDF standard fonts (Helvetica, Times, Courier, in their bold
 and italic) that every reader has, chosen by the original font's kind. They hold the Latin
 letters of Western European languages; a translation with other letters needs a Unicode font
-(DejaVu), embedded where found. Pictures, drawings, links and form fields stay as they are. A
+(DejaVu), embedded where found. Letters written right to left are drawn in the order they are
+seen, and a paragraph written so is set from its column's right edge (``pdf.visual``). Pictures, drawings, links and form fields stay as they are. A
 tagged PDF's structure tree reads the translation (``pdf.marks``). A page whose content PDFium
 cannot write again as it drew it is left as it was.
 """
@@ -69,7 +70,7 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     # 2) all of them translated at once
     translated = job.markup([plan.markup for _, _, plan in found]) if found else []
     # 3) each page's text taken off and its translation set, links moved
-    writer = setting.Writer(document, raw)
+    writer = setting.Writer(document, raw, job.right_to_left)
     drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
     for number, page in enumerate(pages, start=1):
         mine = [(paragraph, stretches(out), plan)

@@ -1,15 +1,19 @@
 """Translated paragraphs set on a PDF page: in the PDF standard fonts (or DejaVu, embedded, for
 letters they lack), wrapped at the paragraph's column, made smaller until they fit, and their
-links moved over the words they became."""
+links moved over the words they became. Text with letters written right to left is drawn in
+the order it is seen (``visual``), and a paragraph written right to left is set from its
+column's right edge."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 from pathlib import Path
 from typing import Any
 
 from ...errors import UserError
+from . import visual
 from .blocks import Paragraph
 from .glyphs import Style
 
@@ -28,25 +32,30 @@ _SHAPES = {(False, False): "", (True, False): "-Bold", (False, True): "-Oblique"
 _SMALLEST = 0.7  # the least a paragraph's font is made smaller to fit its translation
 Box = tuple[float, float, float, float]  # left, bottom, right, top
 Piece = tuple[Style, str, "int | None"]  # a stretch of a word: style, text, its span
+Unit = tuple[Style, str, "int | None", int]  # a stretch of a word as drawn, and its level
+Placed = tuple[float, Style, str, "int | None"]  # a unit's x, style, text and span
 
 
 class Writer:
     """Sets translated paragraphs on pages in the standard fonts (or a Unicode font)."""
 
-    def __init__(self, document, raw) -> None:
+    def __init__(self, document, raw, right_to_left: bool = False) -> None:
         self.document, self.raw = document, raw
-        self.fonts: dict[tuple[str, bool, bool], Any] = {}
+        self.right_to_left = right_to_left  # the target language is written so
+        self.fonts: dict[tuple[str, bool, bool] | str, Any] = {}
         self.buffers: list[Any] = []
         self.widths: dict[tuple[str, bool, bool, str], float] = {}
 
     def font(self, kind: str, bold: bool, italic: bool, text: str):
         """The font ``text`` is set in: the standard font of its kind and shape, or DejaVu's
         (embedded) where it has letters WinAnsi lacks; loaded once."""
-        unicode = not _latin(text)
-        key = (kind + ("+" if unicode else ""), bold, italic)
+        key: tuple[str, bool, bool] | str = (kind, bold, italic)
+        path = None if _latin(text) else _unicode_font(kind, bold, italic, text)
+        if path is not None:
+            key = str(path)
         if key not in self.fonts:
-            if unicode:
-                data = _unicode_font(kind, bold, italic)
+            if path is not None:
+                data = path.read_bytes()
                 buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
                 font = self.raw.FPDFText_LoadFont(self.document.raw, buffer, len(data),
                                                   self.raw.FPDF_FONT_TRUETYPE, True)
@@ -89,15 +98,21 @@ class Writer:
         below it. Returns the box of each piece set, by the number of its span."""
         lines = paragraph.lines
         left = lines[1].left if len(lines) > 1 else paragraph.start
+        words, spaces, level = _units(_words(translated, styles), self.right_to_left)
+        # a paragraph written right to left is set as its column's mirror image: from the
+        # right edge, its indents and list mark on the right
+        axis = min(line.left for line in lines) + paragraph.right if level else None
         boxes = []
         if paragraph.mark:
-            boxes += self.place(page, [(lines[0].left, lines[0].styles[0], paragraph.mark,
-                                        None)], lines[0].baseline)
-        words, scale = _words(translated, styles), 1.0
+            style = lines[0].styles[0]
+            x = lines[0].left if axis is None else \
+                axis - lines[0].left - self.width(style, paragraph.mark, style.size)
+            boxes += self.place(page, [(x, style, paragraph.mark, None)], lines[0].baseline)
+        scale = 1.0
         if paragraph.align != "left":  # one line, ending or centred where it was
-            return boxes + self.aligned(page, paragraph, words)
+            return boxes + self.aligned(page, paragraph, words, spaces)
         while len(lines) == 1:  # a line stays one while it can
-            laid = self.lay(words, scale, paragraph.start, left, paragraph.right)
+            laid = self.lay(words, spaces, scale, paragraph.start, left, paragraph.right, axis)
             if len(laid) <= 1 or scale <= _SMALLEST + 1e-6:
                 break
             scale = max(_SMALLEST, scale - 0.05)
@@ -105,7 +120,7 @@ class Writer:
             return boxes + self.place(page, laid[0] if laid else [], lines[0].baseline, scale)
         scale = 1.0
         while True:
-            laid = self.lay(words, scale, paragraph.start, left, paragraph.right)
+            laid = self.lay(words, spaces, scale, paragraph.start, left, paragraph.right, axis)
             step = paragraph.step * scale
             bottom = lines[0].baseline - (len(laid) - 1) * step - 0.2 * paragraph.size * scale
             if bottom >= paragraph.floor - 0.5 or scale <= _SMALLEST + 1e-6:
@@ -123,12 +138,12 @@ class Writer:
                               zip(line.text, line.styles, line.origins) if not c.isspace()],
                        line.baseline, words=False)
 
-    def aligned(self, page, paragraph: Paragraph,
-                words: list[list[Piece]]) -> list[tuple[int | None, Box]]:
+    def aligned(self, page, paragraph: Paragraph, words: list[list[Unit]],
+                spaces: list[int]) -> list[tuple[int | None, Box]]:
         """Sets a right-aligned or centred line on one line, ending or centred where the
         original did, half as wide again at most before it is made smaller."""
         line = paragraph.lines[0]
-        laid = self.lay(words, 1.0, 0.0, 0.0, float("inf"))[0] if words else []
+        laid = self.lay(words, spaces, 1.0, 0.0, 0.0, float("inf"))[0] if words else []
         width = max((x + self.width(st, t, st.size) for x, st, t, _ in laid), default=0.0)
         scale = max(_SMALLEST, min(1.0, 1.5 * (line.right - line.left) / max(width, 1e-6)))
         start = line.right - width * scale if paragraph.align == "right" else \
@@ -136,26 +151,48 @@ class Writer:
         return self.place(page, [(start + x * scale, st, t, n) for x, st, t, n in laid],
                           line.baseline, scale)
 
-    def lay(self, words: list[list[Piece]], scale: float, start: float, left: float,
-            right: float) -> list[list[tuple[float, Style, str, int | None]]]:
-        """Words (each a list of its pieces: style, text, span), their sizes times
-        ``scale``, broken into lines at ``right``: each line as its pieces' (x, style, text,
-        span)."""
-        rows: list[list[tuple[float, Style, str, int | None]]] = [[]]
+    def lay(self, words: list[list[Unit]], spaces: list[int], scale: float, start: float,
+            left: float, right: float, axis: float | None = None) -> list[list[Placed]]:
+        """Words (each a list of its units: style, text as drawn, span, level), their sizes
+        times ``scale``, broken into lines at ``right``, the first starting at ``start`` and
+        the others at ``left``: each line as its units' (x, style, text, span) in the order
+        they are seen. With an ``axis``, each line is set as its mirror image about it
+        (left + right of the column), right to left. ``spaces`` are the levels of the spaces
+        after the words."""
+        rows: list[list[int]] = [[]]  # the words of each line
         x = start
-        for word in words:
-            widths = [self.width(s, t, s.size * scale) for s, t, _ in word]
+        for k, word in enumerate(words):
+            width = sum(self.width(s, t, s.size * scale) for s, t, _, _ in word)
             space = self.width(word[0][0], " ", word[0][0].size * scale) if rows[-1] else 0.0
-            if rows[-1] and x + space + sum(widths) > right + 0.5:
+            if rows[-1] and x + space + width > right + 0.5:
                 rows.append([])
                 x, space = left, 0.0
-            x += space
-            for (style, text, span), w in zip(word, widths):
-                rows[-1].append((x, style, text, span))
-                x += w
-        return [row for row in rows if row]
+            x += space + width
+            rows[-1].append(k)
+        return [self.seen(words, spaces, row, start if n == 0 else left, scale, axis)
+                for n, row in enumerate(rows) if row]
 
-    def place(self, page, row: list[tuple[float, Style, str, int | None]], baseline: float,
+    def seen(self, words: list[list[Unit]], spaces: list[int], row: list[int], x: float,
+             scale: float, axis: float | None) -> list[Placed]:
+        """A line of words (their numbers in ``row``) from ``x``, its units placed in the
+        order they are seen: by rule L2 of their levels (``visual.order``)."""
+        units: list[Unit] = []
+        for n, k in enumerate(row):
+            if n:  # the space between two words is drawn as nothing, but has a level
+                units.append((words[k][0][0], " ", None, spaces[k - 1]))
+            units += words[k]
+        widths = [self.width(s, t, s.size * scale) for s, t, _, _ in units]
+        if axis is not None:
+            x = axis - x - sum(widths)
+        placed = []
+        for k in visual.order([level for *_, level in units]):
+            style, text, span, _ = units[k]
+            if text != " ":
+                placed.append((x, style, text, span))
+            x += widths[k]
+        return placed
+
+    def place(self, page, row: list[Placed], baseline: float,
               scale: float = 1.0, last: bool = True,
               words: bool = True) -> list[tuple[int | None, Box]]:
         """Draws a line's pieces (x, style, text, span) on the page at ``baseline``, their
@@ -184,7 +221,7 @@ class Writer:
         self.rules(page, row, boxes, baseline, scale)
         return boxes
 
-    def rules(self, page, row: list[tuple[float, Style, str, int | None]],
+    def rules(self, page, row: list[Placed],
               boxes: list[tuple[int | None, Box]], baseline: float, scale: float) -> None:
         """Draws the underlines and strike-throughs of a line's pieces: one rule for each
         stretch of pieces next to each other marked alike, across the spaces between their
@@ -232,6 +269,38 @@ def _words(translated: list[tuple[str, int | None]],
     return words
 
 
+def _units(words: list[list[Piece]],
+           right_to_left: bool) -> tuple[list[list[Unit]], list[int], int]:
+    """A paragraph's words as the units they are drawn in, the levels of the spaces after
+    them, and the paragraph's level (1: written right to left). A word's piece is one unit
+    where the paragraph has no letters written right to left and is not written so; else a
+    unit for each stretch of one level, as drawn (``visual.drawn``)."""
+    text = " ".join("".join(t for _, t, _ in word) for word in words)
+    if not right_to_left and not visual.right_to_left_letters(text):
+        return [[(s, t, n, 0) for s, t, n in word] for word in words], [0] * len(words), 0
+    level = visual.paragraph_level(text, right_to_left)
+    levels = visual.levels(text, level)
+    out: list[list[Unit]] = []
+    spaces: list[int] = []
+    at = 0
+    for word in words:
+        units: list[Unit] = []
+        for style, piece, span in word:
+            start = 0
+            for k in range(1, len(piece) + 1):
+                if k == len(piece) or levels[at + k] != levels[at + start]:
+                    drawn = visual.drawn(piece[start:k], levels[at + start])
+                    if drawn:
+                        units.append((style, drawn, span, levels[at + start]))
+                    start = k
+            at += len(piece)
+        if units:  # (a word of invisible marks alone is no word)
+            out.append(units)
+            spaces.append(levels[at] if at < len(levels) else level)
+        at += 1
+    return out, spaces, level
+
+
 def relink(page, raw, linked: dict[int, list[Box]]) -> None:
     """Moves each link or highlight (by its annotation's number) over the boxes of its
     translated words: its rectangle around them all, and an area (QuadPoints) for each line
@@ -272,6 +341,15 @@ def _latin(text: str) -> bool:
         return False
 
 
+@functools.cache
+def _letters(path: Path) -> frozenset[int]:
+    """The characters a font file draws (its cmap, read by fontTools, which matplotlib
+    brings)."""
+    from fontTools.ttLib import TTFont
+    with TTFont(str(path), lazy=True) as font:
+        return frozenset(font.getBestCmap() or {})
+
+
 def _font_folders() -> list[Path]:
     """Where DejaVu's fonts may be: Debian's fonts-dejavu-core, and matplotlib's copy."""
     import importlib.util
@@ -282,12 +360,18 @@ def _font_folders() -> list[Path]:
     return folders
 
 
-def _unicode_font(kind: str, bold: bool, italic: bool) -> bytes:
-    """DejaVu's font of a kind and shape (or its regular shape), as bytes."""
-    for folder in _font_folders():
-        for name in (_DEJAVU[kind] + _SHAPES[(bold, italic)], _DEJAVU[kind]):
-            if (folder / f"{name}.ttf").is_file():
-                return (folder / f"{name}.ttf").read_bytes()
+def _unicode_font(kind: str, bold: bool, italic: bool, text: str) -> Path:
+    """The DejaVu font ``text`` is set in: of its kind and shape where that font has all its
+    letters, else the nearest that has (the shape kept before the kind: DejaVu Serif has no
+    Hebrew or Arabic letters, DejaVu Sans's slanted shapes no Arabic), else the one that has
+    the most."""
+    shapes = dict.fromkeys([(bold, italic), (bold, False), (False, italic), (False, False)])
+    names = [_DEJAVU[k] + _SHAPES[shape] for k in dict.fromkeys([kind, "sans"]) for shape in shapes]
+    found = [folder / f"{name}.ttf" for name in names for folder in _font_folders()
+             if (folder / f"{name}.ttf").is_file()]
+    letters = {ord(c) for c in text if not c.isspace()}
+    if found:
+        return max(found, key=lambda path: (len(letters & _letters(path)), -found.index(path)))
     raise UserError("the translation has letters the PDF standard fonts lack, and no Unicode "
                     "font was found to set them in; install the DejaVu fonts "
                     "(apt-get install fonts-dejavu-core)")
