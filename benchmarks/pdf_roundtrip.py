@@ -8,7 +8,10 @@ A PDF is translated as it is; a Markdown file (real documentation, e.g. a README
 /usr/share/doc) is written as .docx by pandoc and printed to PDF by LibreOffice Writer first
 (``lo.pdf``). `aiayn.documents.translate_document` (what `aiayn translate --file` and
 `/translate_file` run) translates each. pypdf, a second PDF reader, reads the source and the
-translation; per file:
+translation (or poppler's ``pdftotext``, ``--reader pdftotext``, which reads text set right to
+left back in its logical order; then Arabic letters' joined forms are read as the letters,
+short vowels and other combining marks are left out, and a bracket is read as either side: a
+reader gives the glyph drawn, the mirror image); per file:
 
 - pages, and whether pypdf reads every page of the translation;
 - paragraphs: those aiayn sends to the model (its own reading), and how many of their
@@ -56,12 +59,30 @@ def squeezed(text: str) -> str:
     return re.sub(r"\s+|\u00ad", "", text)
 
 
-def pages_text(data: bytes) -> list[str] | None:
+def pages_text(data: bytes, reader: str = "pypdf") -> list[str] | None:
+    if reader == "pdftotext":
+        with tempfile.NamedTemporaryFile(suffix=".pdf") as f:
+            f.write(data)
+            f.flush()
+            done = subprocess.run(["pdftotext", f.name, "-"], capture_output=True, text=True)
+        return None if done.returncode else [read_logically(page)
+                                             for page in done.stdout.split("\f")[:-1]]
     from pypdf import PdfReader
     try:
         return [squeezed(page.extract_text() or "") for page in PdfReader(io.BytesIO(data)).pages]
     except Exception:  # a reader's failure is what this counts
         return None
+
+
+def read_logically(text: str) -> str:
+    """Text as compared with ``--reader pdftotext``: joined forms as their letters (NFKC),
+    combining marks out (a PDF cannot place Arabic's short vowels, and aiayn leaves them
+    out), directional marks out, brackets without their side, spaces out."""
+    import unicodedata
+    text = "".join(c for c in unicodedata.normalize("NFKC", text)
+                   if unicodedata.category(c) != "Mn")
+    text = re.sub("[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]", "", text)
+    return squeezed(text.translate(str.maketrans("()[]{}", "((((((")))
 
 
 def rectangles(data: bytes) -> tuple[int, int]:
@@ -95,6 +116,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("documents", nargs="+", type=Path)
+    parser.add_argument("--reader", choices=["pypdf", "pdftotext"], default="pypdf",
+                        help="the reader the translation is read back with")
     parser.add_argument("--keep", type=Path, help="a folder to write each translation in")
     parser.add_argument("--notable", action="store_true",
                         help="a row only for a file with something short of perfect (for a "
@@ -111,11 +134,14 @@ def main() -> None:
         sent.append((list(documents), list(out)))
         return out
     translator.translate_markup = recorded  # type: ignore[method-assign]
-    print("| file | as | pages | pypdf reads all | paragraphs | translations read back in order "
-          "| source left | lines left as they are | pages left as they were "
+    print(f"reader: {args.reader}")
+    print("| file | as | pages | the reader reads all | paragraphs "
+          "| translations read back in order | source left | lines left as they are "
+          "| pages left as they were "
           "| collisions, source → translation | off the page, source → translation | seconds |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     totals, files = [0] * 8, 0
+    one_script = [0, 0]  # translations without Latin letters: read back, all
     warned = io.StringIO()  # the translator's warnings, counted by file
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stderr(warned):
         for document, fmt, path, out, seconds, _ in translations(
@@ -134,12 +160,16 @@ def main() -> None:
                 (args.keep / f"{document.stem}.translated.{fmt}").write_bytes(out)
             markups, outs = sent.pop() if sent else ([], [])
             sent.clear()  # (a file that failed may have left its own)
-            before, after = pages_text(source), pages_text(out)
+            before, after = pages_text(source, args.reader), pages_text(out, args.reader)
             whole = " ".join(after or [])
             strip = re.compile(r"<[^>]+>")
             words = [(strip.sub("", m), strip.sub("", o)) for m, o in zip(markups, outs)]
-            back = sum(squeezed(_unescape(o)) in whole for _, o in words)
-            left = sum(squeezed(_unescape(m)) in whole for m, o in words
+            read = read_logically if args.reader == "pdftotext" else squeezed
+            back = sum(read(_unescape(o)) in whole for _, o in words)
+            alone = [o for _, o in words if not re.search("[A-Za-z]", o)]
+            one_script[0] += sum(read(_unescape(o)) in whole for o in alone)
+            one_script[1] += len(alone)
+            left = sum(read(_unescape(m)) in whole for m, o in words
                        if len(m.split()) >= 3 and squeezed(m) != squeezed(o))
             (c_before, off_before), (c_after, off) = rectangles(source), rectangles(out)
             pages = len(before or [])
@@ -158,6 +188,9 @@ def main() -> None:
     print(f"| all {files} translated | | {totals[0]} | | {totals[1]} | "
           f"{totals[2]}/{totals[1]} | {totals[3]} | {totals[4]} | {totals[5]} | "
           f"{totals[6]:+d} | {totals[7]:+d} | |")
+    print(f"\ntranslations without a Latin letter read back: {one_script[0]}/{one_script[1]}; "
+          f"with one: {totals[2] - one_script[0]}/{totals[1] - one_script[1]} (text of both "
+          f"directions in one line is read back by the reader's own guess at its order)")
 
 
 def _unescape(text: str) -> str:

@@ -689,3 +689,23 @@ def test_the_order_a_line_is_seen_in_is_python_bidi_s():
                     shown = "".join(c for c in text if c not in visual.INVISIBLE)
                     assert visual.drawn(text, n) == drawn_by_python_bidi(
                         arabic_reshaper.reshape(shown), base_dir="R"), text
+
+
+def test_a_bullet_drawn_apart_from_its_item_goes_with_it_to_the_right():
+    """A bullet drawn off its item's baseline (LibreOffice raises it) is read as a line of its
+    own; into a language written right to left it moves with its item to the item's right,
+    into one written left to right it stays where it was."""
+    from aiayn.documents import Job, pdf
+    data = pdf_file(["\n".join([text("R", 8, 86, 603, "\x95"),
+                                text("R", 11, 100, 600, SENTENCES[5]),
+                                text("R", 11, 72, 560, SENTENCES[1] + " " + SENTENCES[2])])])
+    for translator, right_to_left in ((RightToLeft(), True), (Greek(), False)):
+        out = pdf.translate_pdf(data, Job(translator))
+        on_line = [c for c in chars(out) if 598 < c[3] < 606 and not c[0].isspace()]
+        bullet = [c for c in on_line if c[0] == "\u2022"]
+        item = [c[2] for c in on_line if c[0] != "\u2022"]
+        assert len(bullet) == 1 and item
+        if right_to_left:
+            assert bullet[0][2] > max(item)
+        else:
+            assert round(bullet[0][2]) == 86 and bullet[0][2] < min(item)

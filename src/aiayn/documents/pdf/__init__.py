@@ -21,9 +21,10 @@ The translation is set in the PDF standard fonts (Helvetica, Times, Courier, in 
 and italic) that every reader has, chosen by the original font's kind. They hold the Latin
 letters of Western European languages; a translation with other letters needs a Unicode font
 (DejaVu), embedded where found. Letters written right to left are drawn in the order they are
-seen, and a paragraph written so is set from its column's right edge (``pdf.visual``). Pictures, drawings, links and form fields stay as they are. A
-tagged PDF's structure tree reads the translation (``pdf.marks``). A page whose content PDFium
-cannot write again as it drew it is left as it was.
+seen, and a paragraph written so is set from its column's right edge (``pdf.visual``).
+Pictures, drawings, links and form fields stay as they are. A tagged PDF's structure tree reads
+the translation (``pdf.marks``). A page whose content PDFium cannot write again as it drew it
+is left as it was.
 """
 
 from __future__ import annotations
@@ -75,10 +76,16 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     for number, page in enumerate(pages, start=1):
         mine = [(paragraph, stretches(out), plan)
                 for (on, paragraph, plan), out in zip(found, translated) if on is page]
-        taken: set[int] = set().union(*(blocks.objects(p) for p, _, _ in mine))
+        # a list mark read apart from its item goes with it where the item is set right to
+        # left, to its right
+        detached = {id(p): mark for p, pieces, _ in mine if writer.right_to_left_set(pieces)
+                    and (mark := blocks.detached_mark(p, signs[number])) is not None}
+        taken: set[int] = set().union(*(blocks.objects(p) for p, _, _ in mine),
+                                      *map(blocks.objects, detached.values()))
         # numbers and dots drawn by the same commands as translated text: drawn again as
         # they were (a contents line's leader and page number)
-        redrawn = [p for p in signs[number] if blocks.objects(p) & taken]
+        moved = {id(mark) for mark in detached.values()}
+        redrawn = [p for p in signs[number] if blocks.objects(p) & taken and id(p) not in moved]
         # a tagged PDF's marks, which tie the text to its structure tree's elements
         marked = {id(p): marks.prevailing(_objects(page, blocks.objects(p), raw), raw)
                   for p, _, _ in mine}
@@ -86,7 +93,8 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         linked: dict[int, list[setting.Box]] = {}
         for paragraph, pieces, plan in mine:
             first = raw.FPDFPage_CountObjects(page.raw)
-            for span, box in writer.set(page, paragraph, pieces, plan.styles):
+            for span, box in writer.set(page, paragraph, pieces, plan.styles,
+                                        detached.get(id(paragraph))):
                 if span in plan.links:
                     linked.setdefault(plan.links[span], []).append(box)
             for k in range(first, raw.FPDFPage_CountObjects(page.raw)):

@@ -217,6 +217,20 @@ def markup(paragraph: Paragraph) -> Plan | None:
     return plan
 
 
+def detached_mark(paragraph: Paragraph, signs: list[Paragraph]) -> Paragraph | None:
+    """The list mark of ``paragraph`` where it was read as a line of its own (a bullet drawn
+    off its item's baseline): a line of signs alone that is a list mark, standing on the
+    item's first line just before it."""
+    first = paragraph.lines[0]
+    for sign in signs:
+        line = sign.lines[0]
+        if len(sign.lines) == 1 and _MARK.fullmatch(line.text.strip()) and \
+                abs(line.baseline - first.baseline) < 0.6 * first.size and \
+                line.right <= first.left + 0.5 and first.left - line.right < 4 * first.size:
+            return sign
+    return None
+
+
 def letterless(paragraph: Paragraph) -> bool:
     """Whether a paragraph is only numbers and signs (a page number, a leader's dots)."""
     return not any(c.isalpha() for line in paragraph.lines for c in line.text)

@@ -91,17 +91,29 @@ class Writer:
             self.widths[key] = (edges[0] - edges[1]) / 100.0
         return self.widths[key] * size
 
+    def right_to_left_set(self, translated: list[tuple[str, int | None]]) -> bool:
+        """Whether a paragraph's translation is set right to left."""
+        text = "".join(piece for piece, _ in translated)
+        return bool(visual.paragraph_level(text, self.right_to_left)) and \
+            (self.right_to_left or visual.right_to_left_letters(text))
+
     def set(self, page, paragraph: Paragraph, translated: list[tuple[str, int | None]],
-            styles: list[Style]) -> list[tuple[int | None, Box]]:
+            styles: list[Style], mark: Paragraph | None = None) -> list[tuple[int | None, Box]]:
         """Sets a paragraph's translation in its place: from where its text began, wrapped at
         its column's edge, made smaller (to ``_SMALLEST``) until it ends above the next text
-        below it. Returns the box of each piece set, by the number of its span."""
+        below it. Returns the box of each piece set, by the number of its span. A ``mark``
+        read as a line of its own (``blocks.detached_mark``) is drawn again mirrored with
+        the paragraph where that is set right to left."""
         lines = paragraph.lines
         left = lines[1].left if len(lines) > 1 else paragraph.start
         words, spaces, level = _units(_words(translated, styles), self.right_to_left)
         # a paragraph written right to left is set as its column's mirror image: from the
         # right edge, its indents and list mark on the right
-        axis = min(line.left for line in lines) + paragraph.right if level else None
+        lefts = [line.left for line in lines + (mark.lines if mark else [])]
+        axis = min(lefts) + paragraph.right if level else None
+        if mark is not None:
+            sign = mark.lines[0]
+            self.again(page, mark, 0.0 if axis is None else axis - sign.right - sign.left)
         boxes = []
         if paragraph.mark:
             style = lines[0].styles[0]
@@ -131,10 +143,11 @@ class Writer:
                                 last=k == len(laid) - 1)
         return boxes
 
-    def again(self, page, paragraph: Paragraph) -> None:
-        """Draws a paragraph's characters again where they were, each in its style."""
+    def again(self, page, paragraph: Paragraph, shift: float = 0.0) -> None:
+        """Draws a paragraph's characters again where they were (or ``shift`` points to the
+        right), each in its style."""
         for line in paragraph.lines:
-            self.place(page, [(x, style, c, None) for c, style, x in
+            self.place(page, [(x + shift, style, c, None) for c, style, x in
                               zip(line.text, line.styles, line.origins) if not c.isspace()],
                        line.baseline, words=False)
 
