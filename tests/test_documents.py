@@ -134,6 +134,30 @@ def test_gettext_entries_plurals_context_and_existing_translations(toy_model, tr
     assert list(again)[2].msgstr == t[3]
 
 
+@pytest.mark.parametrize("header,singular", [
+    # Arabic: form 0 is for none, 1 for one, 2 for two, 3-5 for the rest
+    ("nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 : "
+     "n%100>=11 ? 4 : 5;", 1),
+    ("nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n != 0 ? 1 : 2);", 0),  # Latvian
+    ("nplurals=2; plural=(n > 1);", 0),  # French: 0 and 1 take the first
+    ("nplurals=2; plural=n ==== 1;", 0),  # unreadable: the first
+])
+def test_a_catalog_s_singular_goes_to_the_form_its_plural_rule_gives_one(
+        toy_model, translator, tmp_path, header, singular):
+    """The singular's translation goes to the form the catalog's Plural-Forms gives a count
+    of one, every other form gets the plural's: msgstr[0] is Arabic's form for none."""
+    import polib
+    po = polib.POFile()
+    po.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Plural-Forms": header}
+    count = int(header.split("=")[1].split(";")[0])
+    po.append(polib.POEntry(msgid=SENTENCES[1], msgid_plural=SENTENCES[2],
+                            msgstr_plural={k: "" for k in range(count)}))
+    po.save(str(tmp_path / "in.po"))
+    out = polib.pofile(run(toy_model, tmp_path / "in.po", tmp_path / "out.po").decode())
+    one, other = translator.translate(SENTENCES[1:3])
+    assert out[0].msgstr_plural == {k: one if k == singular else other for k in range(count)}
+
+
 def test_word_documents_keep_bold_italic_and_tables(toy_model, translator, tmp_path):
     import docx
     words = SENTENCES[6].split()

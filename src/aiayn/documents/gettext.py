@@ -2,11 +2,12 @@
 becomes its msgstr, marked fuzzy for a translator to review (as msgmerge marks its guesses).
 
 Entries already translated (and not fuzzy) are kept unless ``overwrite``; obsolete entries and
-the header are never touched. A plural entry's first form is the singular's translation and
-every other form the plural's (``nplurals`` from the header's Plural-Forms, 2 when it has
-none). msgctxt, comments, references and flags (c-format, python-format) are kept; whether the
-placeholders survive is the model's: a model trained with ``prepare --placeholders`` masks
-them (``aiayn.placeholders``).
+the header are never touched. A plural entry's form for one thing is the singular's
+translation and every other form the plural's: which form that is, the header's Plural-Forms
+says (Arabic's form 0 is for none, its form 1 for one; 2 forms, the first for one, where it
+says nothing). msgctxt, comments, references and flags (c-format, python-format) are kept;
+whether the placeholders survive is the model's: a model trained with ``prepare
+--placeholders`` masks them (``aiayn.placeholders``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ def translate_po(data: bytes, job: Job) -> bytes:
     except (OSError, ValueError) as err:
         raise UserError(f"not a gettext catalog: {err}") from None
     job.check_languages("the catalog's Language header", target=catalog.metadata.get("Language"))
-    match = re.search(r"nplurals\s*=\s*(\d+)", catalog.metadata.get("Plural-Forms", ""))
-    nplurals = int(match.group(1)) if match else 2
+    singular_forms = _singular_forms(catalog.metadata.get("Plural-Forms", ""))
     todo = []
     for entry in catalog:
         if entry.obsolete or not entry.msgid:
@@ -42,7 +42,8 @@ def translate_po(data: bytes, job: Job) -> bytes:
     for entry in todo:
         if entry.msgid_plural:
             singular, plural = next(out), next(out)
-            entry.msgstr_plural = {k: singular if k == 0 else plural for k in range(nplurals)}
+            entry.msgstr_plural = {k: singular if one else plural
+                                   for k, one in enumerate(singular_forms)}
         else:
             entry.msgstr = next(out)
         if "fuzzy" not in entry.flags:
@@ -51,6 +52,24 @@ def translate_po(data: bytes, job: Job) -> bytes:
     if languages and not catalog.metadata.get("Language"):
         catalog.metadata["Language"] = languages["target"]
     return encoding.write(str(catalog))
+
+
+def _singular_forms(header: str) -> list[bool]:
+    """For each of a catalog's plural forms, whether it is the one for a single thing: the
+    form its ``plural`` expression gives 1, where no smaller count has it (Python's gettext
+    reads the C expression). The first of two where the header says nothing, or says what
+    Python's gettext cannot read."""
+    import gettext
+    count = re.search(r"nplurals\s*=\s*(\d+)", header)
+    nplurals = min(int(count.group(1)), 100) if count else 2
+    rule = re.search(r"plural\s*=\s*([^;]+)", header)
+    try:
+        form = gettext.c2py(rule.group(1)) if rule else None
+        first = {form(n): n for n in reversed(range(200))} if form else {}
+    except (ValueError, RecursionError, ZeroDivisionError):
+        first = {}
+    one = next((k for k, n in first.items() if n == 1), 0)
+    return [k == one for k in range(nplurals)]
 
 
 # a line that holds a string: a keyword (msgid, msgstr[1], ...) or a continuation, also in
