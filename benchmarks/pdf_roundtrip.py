@@ -8,8 +8,9 @@ A PDF is translated as it is; a Markdown file (real documentation, e.g. a README
 /usr/share/doc) is written as .docx by pandoc and printed to PDF by LibreOffice Writer first
 (``lo.pdf``). `aiayn.documents.translate_document` (what `aiayn translate --file` and
 `/translate_file` run) translates each. pypdf, a second PDF reader, reads the source and the
-translation (or poppler's ``pdftotext``, ``--reader pdftotext``, which reads text set right to
-left back in its logical order; then Arabic letters' joined forms are read as the letters,
+translation (or, reading text set right to left back in its logical order, poppler's
+``pdftotext`` or PDFium's text page, Chrome's, with ``--reader pdftotext`` or ``pdfium``;
+then Arabic letters' joined forms are read as the letters,
 short vowels and other combining marks are left out, and a bracket is read as either side: a
 reader gives the glyph drawn, the mirror image); per file:
 
@@ -60,6 +61,10 @@ def squeezed(text: str) -> str:
 
 
 def pages_text(data: bytes, reader: str = "pypdf") -> list[str] | None:
+    if reader == "pdfium":
+        import pypdfium2 as pdfium
+        return [read_logically(page.get_textpage().get_text_range())
+                for page in pdfium.PdfDocument(data)]
     if reader == "pdftotext":
         with tempfile.NamedTemporaryFile(suffix=".pdf") as f:
             f.write(data)
@@ -116,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("documents", nargs="+", type=Path)
-    parser.add_argument("--reader", choices=["pypdf", "pdftotext"], default="pypdf",
+    parser.add_argument("--reader", choices=["pypdf", "pdftotext", "pdfium"], default="pypdf",
                         help="the reader the translation is read back with")
     parser.add_argument("--keep", type=Path, help="a folder to write each translation in")
     parser.add_argument("--notable", action="store_true",
@@ -164,7 +169,7 @@ def main() -> None:
             whole = " ".join(after or [])
             strip = re.compile(r"<[^>]+>")
             words = [(strip.sub("", m), strip.sub("", o)) for m, o in zip(markups, outs)]
-            read = read_logically if args.reader == "pdftotext" else squeezed
+            read = squeezed if args.reader == "pypdf" else read_logically
             back = sum(read(_unescape(o)) in whole for _, o in words)
             alone = [o for _, o in words if not re.search("[A-Za-z]", o)]
             one_script[0] += sum(read(_unescape(o)) in whole for o in alone)
