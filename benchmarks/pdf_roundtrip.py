@@ -123,6 +123,8 @@ def main() -> None:
     parser.add_argument("documents", nargs="+", type=Path)
     parser.add_argument("--reader", choices=["pypdf", "pdftotext", "pdfium"], default="pypdf",
                         help="the reader the translation is read back with")
+    parser.add_argument("--target", help="the target language the model is told of (he: set "
+                        "its own words right to left, as into Hebrew)")
     parser.add_argument("--keep", type=Path, help="a folder to write each translation in")
     parser.add_argument("--notable", action="store_true",
                         help="a row only for a file with something short of perfect (for a "
@@ -131,6 +133,10 @@ def main() -> None:
     print(header())
     from aiayn.translate import load
     translator = load(args.checkpoint)
+    if args.target:
+        own = translator.languages or {"source": "en"}
+        translator.languages = {"source": own["source"], "target": args.target}
+        print(f"told target: {args.target}")
     sent: list[tuple[list[str], list[str]]] = []
     plain = translator.translate_markup
 

@@ -709,3 +709,20 @@ def test_a_bullet_drawn_apart_from_its_item_goes_with_it_to_the_right():
             assert bullet[0][2] > max(item)
         else:
             assert round(bullet[0][2]) == 86 and bullet[0][2] < min(item)
+
+
+def test_a_cell_set_right_to_left_ends_before_the_text_beside_it():
+    """A line cut apart from text beside it (a table's cells, a running head's page number)
+    is set within the room up to that text, so set right to left it does not run into it,
+    though the body text below reaches the right margin."""
+    from aiayn.documents import Job, pdf
+    body = " ".join(SENTENCES[3:9])
+    data = pdf_file(["\n".join([text("R", 11, 72, 700, SENTENCES[1]),
+                                text("R", 11, 330, 700, "7"),
+                                text("R", 11, 72, 680, body[:95]),
+                                text("R", 11, 72, 667, body[95:190])])])
+    out = pdf.translate_pdf(data, Job(RightToLeft()))
+    row = [c for c in chars(out) if round(c[3]) == 700 and not c[0].isspace()]
+    seven = [c[2] for c in row if c[0] == "7"]
+    cell = [c[2] for c in row if c[0] != "7"]
+    assert seven == [330] and cell and max(cell) < 325

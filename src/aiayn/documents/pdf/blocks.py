@@ -105,8 +105,8 @@ def _measure(paragraph: Paragraph, lines: list[Line], leading: dict[float, float
                 last.left > edge + 2 * size:
             paragraph.align = "center"
         beside = [line.left for line in band if line.left > last.right]
-        paragraph.right = max(paragraph.right, min(beside) - 0.5 * size if beside
-                              else max(end, box[2] - (edge - box[0])))
+        paragraph.right = max(last.right, min(beside) - 0.5 * size) if beside else \
+            max(paragraph.right, end, box[2] - (edge - box[0]))
     below = [line.baseline + 0.75 * line.size for line in lines
              if line.baseline < last.baseline - 0.5 * size and line.left < paragraph.right
              and line.right > left]
