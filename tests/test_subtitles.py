@@ -73,3 +73,24 @@ def test_subrip_dialogue_lines_are_translated_apart(toy_model, tmp_path):
 ])
 def test_bad_webvtt_files_are_one_line_and_write_nothing(toy_model, tmp_path, data, message):
     refused(toy_model, tmp_path, data, ".vtt", message)
+
+
+def test_lines_translated_into_arabic_are_marked_right_to_left_for_players():
+    """Into a language written right to left, each line with such letters is wrapped in a
+    right-to-left embedding (U+202B ... U+202C), as Subtitle Edit's "fix RTL" does: libass
+    lays a subtitle line out left to right whatever its letters. A line left in Latin letters,
+    the timings and a WebVTT cue's tags stay as they were; into German nothing changes."""
+    srt = ("1\n00:00:01,000 --> 00:00:02,500\nHello world.\nGNU is free!\n\n"
+           "2\n00:00:03,000 --> 00:00:04,000\nOK\n")
+    words = {"Hello world.": "مرحبا بالعالم.", "GNU is free!": "GNU حر!", "OK": "OK"}
+    out = translate_document(Dictionary(words, "ar"), srt.encode(), ".srt").decode()
+    assert out == ("1\n00:00:01,000 --> 00:00:02,500\n\u202bمرحبا بالعالم.\u202c\n"
+                   "\u202bGNU حر!\u202c\n\n2\n00:00:03,000 --> 00:00:04,000\nOK\n")
+    assert translate_document(Dictionary(words, "de"), srt.encode(), ".srt").decode() == \
+        srt.replace("Hello world.", words["Hello world."]).replace("GNU is free!",
+                                                                   words["GNU is free!"])
+    vtt = "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Roger>Hello world.</v>\n"
+    arabic = {"{__a0}Hello world.{__a1}": "{__a0}مرحبا بالعالم.{__a1}"}
+    out = translate_document(Dictionary(arabic, "ar"), vtt.encode(), ".vtt").decode()
+    assert out.endswith("\n<v Roger>\u202bمرحبا بالعالم.\u202c</v>\n")
+    assert [c.voice for c in webvtt.from_string(out)] == ["Roger"]

@@ -1,8 +1,9 @@
 """Documents translated into a language written right to left (``Job.right_to_left``), made
 to read so in each format's own terms: Word's paragraphs and runs (``word``), OpenDocument's
 paragraph styles (``opendocument``), DrawingML's paragraphs and list styles, PowerPoint's
-and charts' (``drawingml``), and Excel's text cells (``spreadsheet``). A web page's and a
-book's direction is the markup path's (``markup.Document``, ``documents.epub``).
+and charts' (``drawingml``), Excel's text cells (``spreadsheet``), and a subtitle's lines
+(``embedded``). A web page's and a book's direction is the markup path's
+(``markup.Document``, ``documents.epub``); a PDF's, its drawing's (``documents.pdf.visual``).
 
 Alignment follows the direction, where each format means the sides of the page by it: Word
 reads its left and right by the paragraph's direction, so they stay; DrawingML's and Excel's
@@ -13,8 +14,33 @@ page's sides (LibreOffice sets a right-to-left paragraph's "start" at the left).
 from __future__ import annotations
 
 import copy
+import re
+import unicodedata
 
 from . import local_name
+
+EMBEDDING = "\u202b", "\u202c"  # RIGHT-TO-LEFT EMBEDDING ... POP DIRECTIONAL FORMATTING
+
+
+def right_to_left_letters(text: str) -> bool:
+    """Whether ``text`` has a letter written right to left (Hebrew, Arabic, Syriac...)."""
+    return any(unicodedata.bidirectional(c) in ("R", "AL") for c in text)
+
+
+def embedded(line: str) -> str:
+    """A line of plain text (a subtitle's) with letters written right to left, between a
+    right-to-left embedding and its end (U+202B, U+202C), as Subtitle Edit's "fix RTL"
+    writes it: libass (what mpv and ffmpeg draw subtitles with) lays every line out left to
+    right whatever its letters, so an Arabic line's full stop and a Latin name in it would
+    stand at the wrong end; a browser finds a line's direction by itself and reads it the
+    same. Tags at the line's start and end (``<v Roger>``, ``<i>``, an override such as
+    ``{\\an8}``) stay outside, where readers look for a cue's speaker. Other lines, and lines
+    already so, are as they were."""
+    if not right_to_left_letters(line) or EMBEDDING[0] in line:
+        return line
+    start = re.match(r"(?:<[^<>]*>|\{\\[^{}]*\})*", line).end()  # type: ignore[union-attr]
+    end = re.search(r"(?:</[^<>]*>)*$", line).start()  # type: ignore[union-attr]
+    return line[:start] + EMBEDDING[0] + line[start:end] + EMBEDDING[1] + line[end:]
 
 # the children of w:pPr and w:rPr that come after the ones written here, in the schema's
 # order (Word refuses a document whose properties are out of order)

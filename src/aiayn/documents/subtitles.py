@@ -3,7 +3,8 @@ one paragraph, its number (or identifier) and timing kept, and the translation w
 many lines as the cue had. WebVTT's header, NOTE comments and STYLE and REGION blocks stay as
 written; a cue's tags (``<i>``, ``<c.yellow>``, a voice ``<v Roger>`` with its speaker's name, a
 timestamp ``<00:00:05.000>``) are placeholders the translation keeps, one it lost put back at
-its end."""
+its end. Into a language written right to left, each line with such letters is marked as
+right-to-left text (``direction.embedded``), as players need it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 
 from ..data import charset
 from ..errors import UserError
-from . import Job, put_back
+from . import Job, direction, put_back
 
 _TIMING = re.compile(r"^\d+:\d\d:\d\d[,.]\d+\s*-->\s*\d+:\d\d:\d\d[,.]\d+")
 
@@ -33,7 +34,8 @@ def translate_srt(data: bytes, job: Job) -> bytes:
     done = iter(job.lines([t for cue in texts for t in cue]))
     written = []
     for (head, body), cue in zip(cues, texts):
-        written.append("\n".join(head + _cue_lines([next(done) for _ in cue], body)))
+        written.append("\n".join(head + _directed(_cue_lines([next(done) for _ in cue], body),
+                                                   job)))
     return encoding.write(("\n\n".join(written) + "\n").replace("\n", newline))
 
 
@@ -81,8 +83,14 @@ def translate_vtt(data: bytes, job: Job) -> bytes:
     done = iter(job.lines([masked for cue in hidden for masked, _ in cue]))
     for (k, head, body), cue in zip(cues, hidden):
         shown = [_shown(next(done), tags) for _, tags in cue]
-        blocks[k] = "\n".join(head + _cue_lines(shown, body))
+        blocks[k] = "\n".join(head + _directed(_cue_lines(shown, body), job))
     return encoding.write(("\n\n".join(blocks) + "\n").replace("\n", newline))
+
+
+def _directed(lines: list[str], job: Job) -> list[str]:
+    """A cue's translated lines, each marked right to left where the target is written so
+    (``direction.embedded``)."""
+    return [direction.embedded(line) for line in lines] if job.right_to_left else lines
 
 
 def _hidden(text: str) -> tuple[str, list[str]]:

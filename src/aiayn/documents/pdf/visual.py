@@ -25,6 +25,9 @@ from __future__ import annotations
 import unicodedata
 
 from ...errors import require
+from ..direction import right_to_left_letters
+
+__all__ = ["drawn", "levels", "order", "paragraph_level", "right_to_left_letters"]
 
 _STRONG = {"L": "L", "R": "R", "AL": "R"}
 # boundary neutrals and explicit formatting characters: no direction of their own (X9)
@@ -33,11 +36,6 @@ _NEUTRAL = {"B", "S", "WS", "ON"}
 # invisible characters that only steer the algorithm: not drawn
 INVISIBLE = {"\u200e", "\u200f", "\u061c", *map(chr, range(0x202a, 0x202f)),
              *map(chr, range(0x2066, 0x206a))}
-
-
-def right_to_left_letters(text: str) -> bool:
-    """Whether ``text`` has a letter written right to left (Hebrew, Arabic, Syriac, ...)."""
-    return any(unicodedata.bidirectional(c) in ("R", "AL") for c in text)
 
 
 def paragraph_level(text: str, right_to_left: bool) -> int:
