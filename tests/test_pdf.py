@@ -331,7 +331,7 @@ class Greek:
 
 def test_letters_the_standard_fonts_lack_are_set_in_a_unicode_font(tmp_path, monkeypatch):
     from aiayn.documents import Job, pdf
-    from aiayn.documents.pdf import setting
+    from aiayn.documents.pdf import fonts as choice
     from aiayn.errors import UserError
     data = pdf_file([text("R", 11, 72, 700, SENTENCES[0])])
     out = pdf.translate_pdf(data, Job(Greek()))
@@ -339,7 +339,7 @@ def test_letters_the_standard_fonts_lack_are_set_in_a_unicode_font(tmp_path, mon
     assert said == ["καλημέρα " + SENTENCES[0]]
     fonts = {c[1] for c in chars(out) if not c[0].isspace()}
     assert any("DejaVu" in name for name in fonts), fonts
-    monkeypatch.setattr(setting, "_font_folders", lambda: [tmp_path])
+    monkeypatch.setattr(choice, "folders", lambda: [tmp_path])
     with pytest.raises(UserError, match="install the DejaVu fonts"):
         pdf.translate_pdf(data, Job(Greek()))
 
@@ -542,7 +542,7 @@ def seen(data: bytes) -> dict[float, tuple[str, float, float]]:
     from pypdf import PdfReader
     from pypdf.generic import ContentStream
 
-    from aiayn.documents.pdf import setting
+    from aiayn.documents.pdf.fonts import folders
     page = PdfReader(io.BytesIO(data)).pages[0]
     fonts = {name: font.get_object() for name, font in page["/Resources"]["/Font"].items()}
     glyphs: dict[str, dict[int, str]] = {}
@@ -561,7 +561,7 @@ def seen(data: bytes) -> dict[float, tuple[str, float, float]]:
                 pieces.setdefault(y, []).append((x, shown.decode("cp1252")))
                 continue
             if name not in glyphs:
-                path = next(f / f"{name}.ttf" for f in setting._font_folders()
+                path = next(f / f"{name}.ttf" for f in folders()
                             if (f / f"{name}.ttf").is_file())
                 order = TTFont(str(path)).getGlyphOrder()
                 named = {g: chr(c) for c, g in TTFont(str(path)).getBestCmap().items()}

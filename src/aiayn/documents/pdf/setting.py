@@ -7,28 +7,13 @@ column's right edge."""
 from __future__ import annotations
 
 import ctypes
-import functools
 import re
-from pathlib import Path
 from typing import Any
 
-from ...errors import UserError
-from . import visual
+from . import fonts, visual
 from .blocks import Paragraph
 from .glyphs import Style
 
-_STANDARD = {("sans", False, False): "Helvetica", ("sans", True, False): "Helvetica-Bold",
-             ("sans", False, True): "Helvetica-Oblique",
-             ("sans", True, True): "Helvetica-BoldOblique",
-             ("serif", False, False): "Times-Roman", ("serif", True, False): "Times-Bold",
-             ("serif", False, True): "Times-Italic", ("serif", True, True): "Times-BoldItalic",
-             ("mono", False, False): "Courier", ("mono", True, False): "Courier-Bold",
-             ("mono", False, True): "Courier-Oblique", ("mono", True, True): "Courier-BoldOblique"}
-# Unicode fonts for letters the standard fonts lack, by kind: Debian's fonts-dejavu-core and
-# matplotlib's copy
-_DEJAVU = {"sans": "DejaVuSans", "serif": "DejaVuSerif", "mono": "DejaVuSansMono"}
-_SHAPES = {(False, False): "", (True, False): "-Bold", (False, True): "-Oblique",
-           (True, True): "-BoldOblique"}
 _SMALLEST = 0.7  # the least a paragraph's font is made smaller to fit its translation
 Box = tuple[float, float, float, float]  # left, bottom, right, top
 Piece = tuple[Style, str, "int | None"]  # a stretch of a word: style, text, its span
@@ -50,7 +35,7 @@ class Writer:
         """The font ``text`` is set in: the standard font of its kind and shape, or DejaVu's
         (embedded) where it has letters WinAnsi lacks; loaded once."""
         key: tuple[str, bool, bool] | str = (kind, bold, italic)
-        path = None if _latin(text) else _unicode_font(kind, bold, italic, text)
+        path = None if fonts.latin(text) else fonts.unicode_font(kind, bold, italic, text)
         if path is not None:
             key = str(path)
         if key not in self.fonts:
@@ -62,7 +47,7 @@ class Writer:
                 self.buffers.append(buffer)  # PDFium reads it until the document is saved
             else:
                 font = self.raw.FPDFText_LoadStandardFont(
-                    self.document.raw, _STANDARD[(kind, bold, italic)].encode())
+                    self.document.raw, fonts.STANDARD[(kind, bold, italic)].encode())
             self.fonts[key] = font
         return self.fonts[key]
 
@@ -343,48 +328,3 @@ def relink(page, raw, linked: dict[int, list[Box]]) -> None:
         if raw.FPDFAnnot_GetSubtype(annotation) != raw.FPDF_ANNOT_LINK:
             raw.FPDFAnnot_SetAP(annotation, raw.FPDF_ANNOT_APPEARANCEMODE_NORMAL, None)
         raw.FPDFPage_CloseAnnot(annotation)
-
-
-def _latin(text: str) -> bool:
-    """Whether the standard fonts (WinAnsi's characters) can write ``text``."""
-    try:
-        text.encode("cp1252")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-@functools.cache
-def _letters(path: Path) -> frozenset[int]:
-    """The characters a font file draws (its cmap, read by fontTools, which matplotlib
-    brings)."""
-    from fontTools.ttLib import TTFont
-    with TTFont(str(path), lazy=True) as font:
-        return frozenset(font.getBestCmap() or {})
-
-
-def _font_folders() -> list[Path]:
-    """Where DejaVu's fonts may be: Debian's fonts-dejavu-core, and matplotlib's copy."""
-    import importlib.util
-    folders = [Path("/usr/share/fonts/truetype/dejavu")]
-    spec = importlib.util.find_spec("matplotlib")
-    if spec is not None and spec.origin:
-        folders.append(Path(spec.origin).parent / "mpl-data" / "fonts" / "ttf")
-    return folders
-
-
-def _unicode_font(kind: str, bold: bool, italic: bool, text: str) -> Path:
-    """The DejaVu font ``text`` is set in: of its kind and shape where that font has all its
-    letters, else the nearest that has (the shape kept before the kind: DejaVu Serif has no
-    Hebrew or Arabic letters, DejaVu Sans's slanted shapes no Arabic), else the one that has
-    the most."""
-    shapes = dict.fromkeys([(bold, italic), (bold, False), (False, italic), (False, False)])
-    names = [_DEJAVU[k] + _SHAPES[shape] for k in dict.fromkeys([kind, "sans"]) for shape in shapes]
-    found = [folder / f"{name}.ttf" for name in names for folder in _font_folders()
-             if (folder / f"{name}.ttf").is_file()]
-    letters = {ord(c) for c in text if not c.isspace()}
-    if found:
-        return max(found, key=lambda path: (len(letters & _letters(path)), -found.index(path)))
-    raise UserError("the translation has letters the PDF standard fonts lack, and no Unicode "
-                    "font was found to set them in; install the DejaVu fonts "
-                    "(apt-get install fonts-dejavu-core)")
