@@ -22,6 +22,7 @@ piece is placed by them (the tests check the order against ``get_display``'s).""
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 
 from ...errors import require
@@ -33,6 +34,7 @@ _STRONG = {"L": "L", "R": "R", "AL": "R"}
 # boundary neutrals and explicit formatting characters: no direction of their own (X9)
 _IGNORED = {"BN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
 _NEUTRAL = {"B", "S", "WS", "ON"}
+_STRONG_AS = {"L": {"L"}, "R": {"R", "EN", "AN"}}  # the directions N0 reads, numbers as R
 # invisible characters that only steer the algorithm: not drawn
 INVISIBLE = {"\u200e", "\u200f", "\u061c", *map(chr, range(0x202a, 0x202f)),
              *map(chr, range(0x2066, 0x206a))}
@@ -156,19 +158,26 @@ def _paired_brackets(text: str, kinds: list[str], original: list[str], visible: 
                     pairs.append((stack[depth][1], k))
                     del stack[depth:]
                     break
+    # the strong types (numbers as R) counted up to each position, and where they stand
+    # (brackets resolved below join them: N0 reads the context before a pair with them)
+    counts = {"L": [0], "R": [0]}
+    for kind in kinds:
+        for side, seen in counts.items():
+            seen.append(seen[-1] + (kind in _STRONG_AS[side]))
+    known = [k for k in visible if kinds[k] in ("L", "R", "EN", "AN")]
+    where = {k: n for n, k in enumerate(visible)}
     for opening, closing in sorted(pairs):
-        inside = {_direction(kinds[k]) for k in visible if opening < k < closing
-                  and kinds[k] in ("L", "R", "EN", "AN")}
+        inside = {side for side, seen in counts.items() if seen[closing] > seen[opening + 1]}
         if not inside:
             continue
         direction = sos
         if sos not in inside:
-            before = next((_direction(kinds[k]) for k in reversed(visible)
-                           if k < opening and kinds[k] in ("L", "R", "EN", "AN")), sos)
-            direction = before
+            at = bisect.bisect_left(known, opening)
+            direction = _direction(kinds[known[at - 1]]) if at else sos
         for bracket in (opening, closing):
             kinds[bracket] = direction
-            after = visible.index(bracket) + 1
+            bisect.insort(known, bracket)
+            after = where[bracket] + 1
             while after < len(visible) and original[visible[after]] == "NSM":
                 kinds[visible[after]] = direction
                 after += 1
