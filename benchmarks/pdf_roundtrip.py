@@ -81,8 +81,8 @@ def pages_text(data: bytes, reader: str = "pypdf") -> list[str] | None:
 
 def read_logically(text: str) -> str:
     """Text as compared with ``--reader pdftotext``: joined forms as their letters (NFKC),
-    combining marks out (a PDF cannot place Arabic's short vowels, and aiayn leaves them
-    out), directional marks out, brackets without their side, spaces out."""
+    combining marks out (a reader may give a short vowel before or after its letter),
+    directional marks out, brackets without their side, spaces out."""
     import unicodedata
     text = "".join(c for c in unicodedata.normalize("NFKC", text)
                    if unicodedata.category(c) != "Mn")

@@ -14,7 +14,7 @@ in visual order here, as a layout engine would before drawing it.
   rule L3 leaves it: DejaVu draws its marks to the right of where they stand, over the
   letter drawn next.
 - Arabic letters in the forms they take joined to their neighbours (arabic-reshaper: Unicode's
-  presentation forms, which DejaVu Sans draws).
+  presentation forms, which DejaVu Sans draws), their short vowels kept.
 
 python-bidi's ``get_display`` reorders a whole line's characters (rules L1-L2, not L3-L4); a
 line here is pieces in several fonts and styles, so the levels are resolved here and each
@@ -23,6 +23,7 @@ piece is placed by them (the tests check the order against ``get_display``'s).""
 from __future__ import annotations
 
 import bisect
+import functools
 import unicodedata
 
 from ...errors import require
@@ -216,16 +217,24 @@ def order(levels: list[int]) -> list[int]:
 
 def drawn(text: str, level: int) -> str:
     """A stretch of one level as it is drawn left to right: Arabic letters in their joined
-    forms (arabic-reshaper's, which leave out the short vowels: a PDF page cannot place
-    them), reversed with its brackets mirrored at an odd level; invisible marks left out."""
+    forms (arabic-reshaper's), reversed with its brackets mirrored at an odd level; invisible
+    marks left out."""
     text = "".join(c for c in text if c not in INVISIBLE)
     if any(unicodedata.bidirectional(c) == "AL" for c in text):
-        reshaper = require("arabic_reshaper", "Arabic letters in PDF files", "documents")
-        text = reshaper.reshape(text)
+        text = _reshaper().reshape(text)
     if level % 2 == 0:
         return text
     mirrored = _mirrored()
     return "".join(mirrored.get(c, c) for c in reversed(text))
+
+
+@functools.cache
+def _reshaper():
+    """arabic-reshaper, keeping the short vowels (its default leaves them out): drawn before
+    their letter, as an odd stretch's reversal leaves them, DejaVu sets them on it (checked
+    by rendering: كِتَابٌ مُحَمَّد)."""
+    reshaper = require("arabic_reshaper", "Arabic letters in PDF files", "documents")
+    return reshaper.ArabicReshaper(configuration={"delete_harakat": False})
 
 
 def _mirrored() -> dict[str, str]:
