@@ -656,6 +656,15 @@ def test_arabic_letters_are_joined_and_a_hebrew_name_in_german_keeps_its_order()
     assert said == "Hallo " + HEBREW["l"] + HEBREW["h"] + HEBREW["s"] + " Welt"
     assert abs(left - 72) < 1.5
 
+    class HebrewFirst(German):  # a German sentence that starts with a Hebrew name
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            return [f"{HEBREW['s']}{HEBREW['h']} ist hier" for _ in documents]
+    for pair, at_left in (({"source": "en", "target": "de"}, True), (None, False)):
+        HebrewFirst.languages = pair  # into German; into a language nobody named
+        said, left, right = seen(pdf.translate_pdf(data, Job(HebrewFirst())))[700]
+        assert (abs(left - 72) < 1.5) == at_left, (pair, left, right)
+
     class Vowelled(Greek):  # short vowels: a kasra, a fatha, a dammatan
         languages = {"source": "en", "target": "ar"}
 

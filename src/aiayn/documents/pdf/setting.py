@@ -24,9 +24,10 @@ Placed = tuple[float, Style, str, "int | None"]  # a unit's x, style, text and s
 class Writer:
     """Sets translated paragraphs on pages in the standard fonts (or a Unicode font)."""
 
-    def __init__(self, document, raw, right_to_left: bool = False) -> None:
+    def __init__(self, document, raw, right_to_left: bool | None = None) -> None:
         self.document, self.raw = document, raw
-        self.right_to_left = right_to_left  # the target language is written so
+        # whether the target language is written right to left (None: its pair is unknown)
+        self.right_to_left = right_to_left
         self.fonts: dict[tuple[str, bool, bool] | str, Any] = {}
         self.buffers: list[Any] = []
         self.widths: dict[tuple[str, bool, bool, str], float] = {}
@@ -80,7 +81,7 @@ class Writer:
         """Whether a paragraph's translation is set right to left."""
         text = "".join(piece for piece, _ in translated)
         return bool(visual.paragraph_level(text, self.right_to_left)) and \
-            (self.right_to_left or visual.right_to_left_letters(text))
+            (bool(self.right_to_left) or visual.right_to_left_letters(text))
 
     def set(self, page, paragraph: Paragraph, translated: list[tuple[str, int | None]],
             styles: list[Style], mark: Paragraph | None = None) -> list[tuple[int | None, Box]]:
@@ -268,7 +269,7 @@ def _words(translated: list[tuple[str, int | None]],
 
 
 def _units(words: list[list[Piece]],
-           right_to_left: bool) -> tuple[list[list[Unit]], list[int], int]:
+           right_to_left: bool | None) -> tuple[list[list[Unit]], list[int], int]:
     """A paragraph's words as the units they are drawn in, the levels of the spaces after
     them, and the paragraph's level (1: written right to left). A word's piece is one unit
     where the paragraph has no letters written right to left and is not written so; else a

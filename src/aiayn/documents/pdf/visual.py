@@ -4,10 +4,10 @@ and the forms they were drawn in. A translation with Hebrew or Arabic letters is
 in visual order here, as a layout engine would before drawing it.
 
 - The embedding level of each character by the Unicode Bidirectional Algorithm (UAX #9) for a
-  paragraph of one direction: its rules W1-W7, N1-N2 and I1-I2 (explicit embeddings and
-  isolates, which a translation does not hold, count as boundary neutrals; paired brackets, N0,
-  are left to N1-N2). The paragraph's direction is the target language's where it is written
-  right to left, else that of its first strong letter (P2-P3).
+  paragraph of one direction: its rules W1-W7, N0-N2 and I1-I2 (explicit embeddings and
+  isolates, which a translation does not hold, count as boundary neutrals). The paragraph's
+  direction is the target language's, or where the model's pair is unknown, that of its
+  first strong letter (P2-P3).
 - A line's stretches of one level reversed by rule L2, highest levels first; each stretch of
   odd level drawn reversed with its brackets mirrored (rule L4, by python-bidi's table of
   mirror images). A combining mark (a Hebrew vowel point) then comes before its letter, as
@@ -41,11 +41,12 @@ INVISIBLE = {"\u200e", "\u200f", "\u061c", *map(chr, range(0x202a, 0x202f)),
              *map(chr, range(0x2066, 0x206a))}
 
 
-def paragraph_level(text: str, right_to_left: bool) -> int:
-    """The paragraph's embedding level: 1 where it is written right to left (the target
-    language is, or its first strong letter is: P2-P3), else 0."""
-    if right_to_left:
-        return 1
+def paragraph_level(text: str, right_to_left: bool | None) -> int:
+    """The paragraph's embedding level: 1 where it is written right to left, else 0. That is
+    the target language's direction where it is known (``right_to_left`` not None), else
+    that of the text's first strong letter (P2-P3)."""
+    if right_to_left is not None:
+        return int(right_to_left)
     for c in text:
         kind = unicodedata.bidirectional(c)
         if kind in _STRONG:
