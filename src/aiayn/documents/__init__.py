@@ -98,6 +98,14 @@ class Job:
             return False
         return right_to_left(pair["target"]) and not right_to_left(pair["source"])
 
+    @property
+    def target_right_to_left(self) -> bool | None:
+        """Whether the target language is written right to left, whatever the source's (what
+        drawing the text needs: a PDF's, a subtitle's); None where the model's pair is
+        unknown."""
+        pair = self.translator.languages
+        return right_to_left(pair["target"]) if pair else None
+
     def relabeled(self, named: str | None) -> str | None:
         """The target language's code where ``named``, a language a file gives its text in
         (``en``, ``en-US``, ``en_GB``), is the model's source language; None otherwise, and

@@ -90,7 +90,7 @@ def translate_vtt(data: bytes, job: Job) -> bytes:
 def _directed(lines: list[str], job: Job) -> list[str]:
     """A cue's translated lines, each marked right to left where the target is written so
     (``direction.embedded``)."""
-    return [direction.embedded(line) for line in lines] if job.right_to_left else lines
+    return [direction.embedded(line) for line in lines] if job.target_right_to_left else lines
 
 
 def _hidden(text: str) -> tuple[str, list[str]]:

@@ -33,7 +33,6 @@ import ctypes
 from typing import Any
 
 from ...errors import UserError, require
-from ...markup import right_to_left
 from .. import Job, stretches
 from . import blocks, marks, setting
 
@@ -72,8 +71,7 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     # 2) all of them translated at once
     translated = job.markup([plan.markup for _, _, plan in found]) if found else []
     # 3) each page's text taken off and its translation set, links moved
-    pair = job.translator.languages
-    writer = setting.Writer(document, raw, right_to_left(pair["target"]) if pair else None)
+    writer = setting.Writer(document, raw, job.target_right_to_left)
     drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
     for number, page in enumerate(pages, start=1):
         mine = [(paragraph, stretches(out), plan)
