@@ -674,6 +674,15 @@ def test_arabic_letters_are_joined_and_a_hebrew_name_in_german_keeps_its_order()
     said, _, _ = seen(pdf.translate_pdf(data, Job(Vowelled())))[700]
     assert [c for c in said if unicodedata.category(c) == "Mn"] == ["\u064c", "\u064e", "\u0650"]
 
+    class Persian(Vowelled):  # "I want": a zero-width non-joiner keeps its halves apart
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            return ["\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645" for _ in documents]
+    said, _, _ = seen(pdf.translate_pdf(data, Job(Persian())))[700]
+    # seen left to right: the second half, the non-joiner, then a final yeh and an initial
+    # meem, which join each other and nothing else
+    assert said.endswith("\u200c\ufbfd\ufee3")
+
 
 def test_the_order_a_line_is_seen_in_is_python_bidi_s():
     """``visual`` resolves the levels of the Unicode Bidirectional Algorithm itself (a line
