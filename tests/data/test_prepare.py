@@ -95,3 +95,26 @@ def test_byte_fallback_lets_unseen_characters_round_trip(tmp_path):
         assert tokenizer.decode(ids) == unseen
     small = train_tokenizer(text, tmp_path / "small", vocab_size=100)  # no room for bytes
     assert 1 in small.encode("☃")
+
+
+def test_hebrew_stored_in_visual_order_is_reported(tmp_path):
+    """Hebrew stored reversed, as some of GNU's Hebrew catalogs are (wget's: "the file's
+    size has not changed"), puts its final letters first; prepare names how many pairs look
+    so and the first, and logically ordered Hebrew raises nothing."""
+    from aiayn.data.prepare import TextPair, prepare, visual_hebrew
+    logical = "גודלו של הקובץ לא השתנה מאז נמשך"
+    reversed_ = logical[::-1]
+    assert visual_hebrew(reversed_) and not visual_hebrew(logical)
+    assert not visual_hebrew("שלום עולם") and not visual_hebrew("no Hebrew here")
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_text("the size\nhello\nthe file\nworld\n")
+    tgt.write_text(f"{logical}\nשלום\n{reversed_}\n{reversed_}\n")
+    logged: list[str] = []
+    stats = prepare(TextPair(src, tgt), tmp_path / "data", vocab_size=60, log=logged.append)
+    assert stats["splits"]["train"]["visual_order"] == 2
+    assert any("2 pairs have Hebrew stored in visual order" in line and "line 3" in line
+               for line in logged)
+    logged.clear()
+    tgt.write_text(f"{logical}\nשלום\n{logical}\nעולם\n")
+    prepare(TextPair(src, tgt), tmp_path / "again", vocab_size=60, log=logged.append)
+    assert not any("visual order" in line for line in logged)

@@ -68,6 +68,8 @@ class SplitStats:
     coverage: str = ""  # the above in words
     aligned: int = 0  # pairs whose word alignments were kept (``alignments``)
     alignment_links: int = 0  # their links, counted in pieces
+    visual_order: int = 0  # lines of Hebrew stored in visual order (``visual_hebrew``)
+    visual_order_line: int = 0  # the first of them
 
 
 class Coverage:
@@ -159,6 +161,19 @@ def read_pairs(source: TextPair) -> Iterator[tuple[str, str]]:
     src_lines, tgt_lines = _lines(source.src), _lines(source.tgt)
     for pair in zip(src_lines, tgt_lines):
         yield pair
+
+
+_HEBREW_WORD = re.compile("[\u05d0-\u05ea]{2,}")
+_FINAL = frozenset("\u05da\u05dd\u05df\u05e3\u05e5")  # the final forms: ך ם ן ף ץ
+
+
+def visual_hebrew(text: str) -> bool:
+    """Whether ``text`` looks like Hebrew stored in visual order, reversed (as old terminals
+    needed, and as some of GNU's Hebrew catalogs still are): more of its words start with
+    one of the five final letter forms than end with one, where Hebrew spelled in order
+    puts them last."""
+    words = _HEBREW_WORD.findall(text)
+    return sum(w[0] in _FINAL for w in words) > sum(w[-1] in _FINAL for w in words)
 
 
 def check_pairs(source: TextPair) -> int:
@@ -337,6 +352,9 @@ def encode_split(tokenizer: AnyTokenizer, source: TextPair, out: Path, split: st
         if not s or not t:
             stats.empty_skipped += 1
             continue
+        if visual_hebrew(s) or labels is None and visual_hebrew(t):
+            stats.visual_order += 1
+            stats.visual_order_line = stats.visual_order_line or number
         batch.append((s, t))
         if link_lines is not None:
             found.append(links)
@@ -463,6 +481,11 @@ def prepare(train: TextPair, out: str | Path, *, valid: TextPair | None = None,
             log(f"  {split.pairs:,} pairs kept, {split.empty_skipped:,} with an empty side "
                 f"skipped, {split.too_long_filtered:,} over --max-len {max_len} filtered")
             log(f"  coverage: {split.coverage}")
+            if split.visual_order:
+                log(f"  warning: {split.visual_order:,} pairs have Hebrew stored in visual "
+                    f"order, reversed (more words start with a final letter than end with one; "
+                    f"the first: line {split.visual_order_line:,}); a model learns it reversed: "
+                    "reverse those lines or leave them out")
             if name == "train" and alignments is not None:
                 log(f"  alignments: {split.aligned:,} pairs, {split.alignment_links:,} piece "
                     f"links; {split.pairs - split.aligned:,} pairs whose words the vocabulary's "
