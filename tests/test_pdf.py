@@ -757,3 +757,33 @@ def test_a_cell_set_right_to_left_ends_before_the_text_beside_it():
     seven = [c[2] for c in row if c[0] == "7"]
     cell = [c[2] for c in row if c[0] != "7"]
     assert seven == [330] and cell and max(cell) < 325
+
+
+def test_a_pdf_written_right_to_left_is_read_in_paragraphs_and_set_left_to_right():
+    """A PDF in Hebrew (here the one a translation into Hebrew writes: its lines end at the
+    right edge and start where their words run out) is read as paragraphs of whole lines in
+    their logical order, and translated into a language written left to right each is set
+    from the column's left edge."""
+    from aiayn.documents import Job, pdf
+    lines = paragraph_lines()
+    edge = 72 + max(width(line, 11) for line in lines[:2]) + 5
+    data = pdf_file(["\n".join([
+        justified(lines[0], 11, 72, 670, edge), justified(lines[1], 11, 72, 657, edge),
+        text("R", 11, 72, 644, lines[2][0][1]), text("R", 11, 72, 600, SENTENCES[5])])])
+    into_hebrew = RightToLeft()
+    hebrew = pdf.translate_pdf(data, Job(into_hebrew))
+    assert len({y for y in seen(hebrew) if 610 < y <= 670}) >= 3  # a paragraph of 3 lines
+
+    class Back(Greek):
+        languages = {"source": "he", "target": "en"}
+        read: list[str] = []
+
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            self.read += [re.sub(r"<[^>]+>", "", d) for d in documents]
+            return [" ".join(["back"] * 60) if k == 0 else "back" for k in range(len(documents))]
+    out = pdf.translate_pdf(hebrew, Job(Back()))
+    assert Back.read == into_hebrew.said
+    lefts = [left for y, (_, left, _) in seen(out).items() if 600 < y <= 670]
+    # (the Hebrew's leftmost line, not quite at 72, is where its page's text begins)
+    assert len(lefts) >= 3 and max(lefts) - min(lefts) < 1 and min(lefts) < 76, lefts

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass
 
 from .. import Job, prevailing, spanned
@@ -27,6 +28,7 @@ class Paragraph:
     step: float = 0.0  # the distance between its lines
     floor: float = 0.0  # how low its text may reach: the top of the next text below it
     align: str = "left"  # "right" or "center" for a line set so (a running head, a title)
+    leftward: bool = False  # written right to left: its lines end at its column's right edge
 
     @property
     def size(self) -> float:
@@ -66,11 +68,17 @@ def page_paragraphs(textpage, page, raw, job: Job,
             continue
         # the paragraph it goes on with: the last, or one of the few before it where PDFium
         # reads the lines of columns side by side in turn
-        going = None if _MARK.match(line.text) else next(
-            (p for p in reversed(paragraphs[-4:]) if _continues(
-                p, line, _column(lines, p.lines[-1], line), leading.get(line.size))), None)
+        if leftward(line):
+            going = next((p for p in reversed(paragraphs[-4:]) if p.leftward and _goes_on(
+                p, line, _column_left(lines, p.lines[-1], line), leading.get(line.size))), None)
+        else:
+            going = None if _MARK.match(line.text) else next(
+                (p for p in reversed(paragraphs[-4:]) if not p.leftward and _continues(
+                    p, line, _column(lines, p.lines[-1], line), leading.get(line.size))), None)
         if going is not None:
             going.lines.append(line)
+        elif leftward(line):  # (a list mark stays in its text: its place is the item's end)
+            paragraphs.append(Paragraph([line], start=line.left, leftward=True))
         else:
             paragraphs.append(_with_mark(Paragraph([line])))
     for paragraph in paragraphs:
@@ -99,7 +107,8 @@ def _measure(paragraph: Paragraph, lines: list[Line], leading: dict[float, float
                 line.baseline + line.size > last.baseline - 0.3 * size]
         # a line alone across the page is a running head or a title; one beside other text
         # (a table's cell) is set from where it starts
-        if not band and last.right > end - 0.5 * size and last.left > middle:
+        if not band and last.right > end - 0.5 * size and last.left > middle and \
+                not paragraph.leftward:  # (a line written right to left ends there anyway)
             paragraph.align = "right"
         elif not band and abs((last.left + last.right) / 2 - middle) < 0.5 * size and \
                 last.left > edge + 2 * size:
@@ -111,6 +120,14 @@ def _measure(paragraph: Paragraph, lines: list[Line], leading: dict[float, float
              if line.baseline < last.baseline - 0.5 * size and line.left < paragraph.right
              and line.right > left]
     paragraph.floor = max(below, default=last.baseline - 2 * paragraph.step - 0.75 * size)
+    if paragraph.leftward:
+        # its translation's room begins at its column's left edge: where the text beside it
+        # on the left ends, or the page's text begins (its ragged lines do not show where)
+        top, bottom = own[0].baseline + size, last.baseline - 0.3 * size
+        beside = [line.right for line in lines if line.right < left and
+                  bottom < line.baseline < top]
+        paragraph.start = min(left, max(beside) + 0.5 * size if beside else
+                              min(line.left for line in lines if line.plain))
 
 
 def _with_mark(paragraph: Paragraph) -> Paragraph:
@@ -137,6 +154,56 @@ def _column(lines: list[Line], last: Line, line: Line) -> float:
         (listing(other) <= listing(line))])
 
 
+def leftward(line: Line) -> bool:
+    """Whether a line is written right to left: its first letter, as PDFium reads it, is
+    (the Unicode Bidirectional Algorithm's rule P2; a URL later in it does not turn it), or
+    most of its letters are (a paragraph's line that begins with a Latin name)."""
+    kinds = [k for k in map(unicodedata.bidirectional, line.text) if k in ("L", "R", "AL")]
+    return bool(kinds) and (kinds[0] != "L" or 2 * kinds.count("L") < len(kinds))
+
+
+def _column_left(lines: list[Line], last: Line, line: Line) -> float:
+    """``_column``'s mirror image for lines written right to left: the left edge of their
+    column, the furthest left that lines of their size near them start, of those ending
+    within three ems of them."""
+    size, right = line.size, max(last.right, line.right)
+    return min([last.left, line.left] + [
+        other.left for other in lines if abs(other.size - size) <= 0.05 * size and
+        min(last.right, line.right) - 3 * size <= other.right <= right + 3 * size and
+        line.baseline - 10 * size <= other.baseline <= last.baseline + 10 * size and
+        (listing(other) <= listing(line))])
+
+
+def _steps_on(paragraph: Paragraph, line: Line, leading: float | None) -> bool:
+    """Whether ``line`` lies one line below the paragraph's last, in its size (at its
+    distance between lines, or the page's ``leading`` for its size)."""
+    last, size = paragraph.lines[-1], paragraph.size
+    if abs(line.size - size) > 0.1 * size:
+        return False
+    step = last.baseline - line.baseline
+    steps = [a.baseline - b.baseline for a, b in zip(paragraph.lines, paragraph.lines[1:])]
+    expected = statistics.median(steps) if steps else leading
+    return 0.9 * size <= step <= 1.8 * size and not (
+        expected is not None and abs(step - expected) > 0.15 * size)
+
+
+def _goes_on(paragraph: Paragraph, line: Line, left: float, leading: float | None) -> bool:
+    """``_continues`` for lines written right to left: one line below, at the paragraph's
+    right edge, after a line that ended because this one's first word (its rightmost) would
+    not fit after ``left``, its column's edge."""
+    last, size = paragraph.lines[-1], paragraph.size
+    if not _steps_on(paragraph, line, leading):
+        return False
+    if len(paragraph.lines) > 1:  # the paragraph's right edge is known
+        if abs(line.right - paragraph.lines[1].right) > 0.6 * size:
+            return False
+    elif not last.right - 0.6 * size <= line.right <= last.right + 4 * size:
+        return False  # neither under the first line's text nor right of its indent
+    space = next((k for k, c in enumerate(line.text) if c.isspace()), None)
+    word = line.right - min(line.starts[:space] if space else line.starts)
+    return last.left - left < word + 0.3 * size
+
+
 def _continues(paragraph: Paragraph, line: Line, right: float,
                leading: float | None) -> bool:
     """Whether ``line`` goes on with ``paragraph``: one line below its last (at the
@@ -144,13 +211,7 @@ def _continues(paragraph: Paragraph, line: Line, right: float,
     at its left edge, after a line that ended because this one's first word would not fit
     before ``right``, its column's edge."""
     last, size = paragraph.lines[-1], paragraph.size
-    if abs(line.size - size) > 0.1 * size:
-        return False
-    step = last.baseline - line.baseline
-    steps = [a.baseline - b.baseline for a, b in zip(paragraph.lines, paragraph.lines[1:])]
-    expected = statistics.median(steps) if steps else leading
-    if not 0.9 * size <= step <= 1.8 * size or \
-            expected is not None and abs(step - expected) > 0.15 * size:
+    if not _steps_on(paragraph, line, leading):
         return False
     left = paragraph.lines[1].left if len(paragraph.lines) > 1 else None
     if left is not None:  # the paragraph's left edge is known

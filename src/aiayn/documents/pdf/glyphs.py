@@ -10,6 +10,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from .. import monospaced
+from ..direction import right_to_left_letters
 
 # a dot leader: four dots or more, spaced or not
 _LEADER = re.compile(r"\s*(?:\.\s*){4,}")
@@ -132,6 +133,8 @@ def read_lines(textpage, page, raw) -> list[Line]:
         lines.append(line)
     for line in lines:  # half a character, its other half missing
         line.text = re.sub("[\ud800-\udfff]", "\ufffd", line.text)
+        if right_to_left_letters(line.text):  # read in order, right to left: its left edge
+            line.left = min(line.starts)
     lines = [part for line in lines for part in _parts(line)]
     for line in lines:
         line.size = statistics.median(s.size for s, c in zip(line.styles, line.text)
@@ -213,6 +216,9 @@ def _parts(line: Line, wide: bool = True) -> list[Line]:
     the cells of a table drawn without lines, a tab), and then in each part at a gap wider
     than one em and four times the part's usual space (``wide``: the first pass)."""
     size = statistics.median(s.size for s in line.styles) if line.styles else 0.0
+    if right_to_left_letters(line.text):
+        parts = _parts_seen(line, size, wide)
+        return [piece for part in parts for piece in _parts(part, False)] if wide else parts
     solid = [k for k, c in enumerate(line.text) if not c.isspace()]
     gaps = {b: line.starts[b] - line.ends[a] for a, b in zip(solid, solid[1:])}
     if wide:
@@ -233,6 +239,46 @@ def _parts(line: Line, wide: bool = True) -> list[Line]:
                                {o for o in line.owners[k:b] if o}, line.plain,
                                line.bases[k:b]))
     return [piece for part in parts for piece in _parts(part, False)] if wide else parts
+
+
+def _parts_seen(line: Line, size: float, wide: bool) -> list[Line]:
+    """``_parts`` for a line with letters written right to left, which PDFium reads in their
+    order, not the page's: the same gaps and leaders, measured between characters side by
+    side on the page; each part keeps its characters in the order they are read."""
+    solid = sorted((k for k, c in enumerate(line.text) if not c.isspace()),
+                   key=lambda k: line.starts[k])
+    gaps = [(line.starts[b] - line.ends[a], (line.ends[a] + line.starts[b]) / 2)
+            for a, b in zip(solid, solid[1:])]
+    if wide:
+        # a dot leader (a contents line's, seen from its title at the right to its page
+        # number at the left) is cut from its title
+        cuts = {max(line.ends[k] for k in range(m.start(), m.end()))
+                for m in _LEADER.finditer(line.text) if m.start() > 0}
+        cuts |= {x for gap, x in gaps if gap > 2 * size}
+    else:
+        words = sorted(gap for gap, _ in gaps if gap > 0.1 * size)  # between words
+        usual = words[len(words) // 2] if words else size
+        cuts = {x for gap, x in gaps if gap > size and gap > 4 * usual}
+    edges = sorted(cuts)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(line.text)):
+        middle = (line.starts[k] + line.ends[k]) / 2
+        groups.setdefault(sum(x < middle for x in edges), []).append(k)
+    parts = []
+    for _, ks in sorted(groups.items()):
+        while ks and line.text[ks[0]].isspace():
+            ks = ks[1:]
+        while ks and line.text[ks[-1]].isspace():
+            ks = ks[:-1]
+        if ks:
+            parts.append(Line("".join(line.text[k] for k in ks), [line.styles[k] for k in ks],
+                              [line.starts[k] for k in ks], [line.ends[k] for k in ks],
+                              [line.owners[k] for k in ks], [line.origins[k] for k in ks],
+                              [line.links[k] for k in ks], min(line.starts[k] for k in ks),
+                              max(line.ends[k] for k in ks), line.baseline, 0.0,
+                              {line.owners[k] for k in ks if line.owners[k]}, line.plain,
+                              [line.bases[k] for k in ks]))
+    return parts
 
 
 def listing(line: Line) -> bool:

@@ -91,11 +91,14 @@ class Writer:
         read as a line of its own (``blocks.detached_mark``) is drawn again mirrored with
         the paragraph where that is set right to left."""
         lines = paragraph.lines
-        left = lines[1].left if len(lines) > 1 else paragraph.start
+        # (the lines of one written right to left start where they end: its room starts at
+        # its column's left edge)
+        left = lines[1].left if len(lines) > 1 and not paragraph.leftward else paragraph.start
         words, spaces, level = _units(_words(translated, styles), self.right_to_left)
         # a paragraph written right to left is set as its column's mirror image: from the
         # right edge, its indents and list mark on the right
-        lefts = [line.left for line in lines + (mark.lines if mark else [])]
+        lefts = [line.left for line in lines + (mark.lines if mark else [])] + \
+            [paragraph.start] * paragraph.leftward
         axis = min(lefts) + paragraph.right if level else None
         if mark is not None:
             sign = mark.lines[0]
