@@ -12,8 +12,10 @@ many placeholder words ("word0 word1 ...") as it has words, into English, so onl
 and the layout are measured, not a model. Per file: the paragraphs read (a line cut into
 pieces, or lines not joined, make more), of those the one-word ones, text collisions (PDFium's
 text rectangles overlapping by more than a third of the smaller) in the right-to-left PDF and
-in the translation, and the translation's lines that start at their page's text's left edge
-(set left to right from the column's edge, not from where the Arabic's ragged lines began).
+in the translation, the translation's lines that start at their page's text's left edge
+(set left to right from the column's edge, not from where the Arabic's ragged lines began),
+and the .docx's paragraphs with letters written right to left that aiayn reads whole as one
+of the PDF's paragraphs (spaces aside): in their order, words, marks and brackets as written.
 
 Needs pandoc and LibreOffice Writer (Debian: pandoc, libreoffice-writer-nogui).
 """
@@ -69,41 +71,50 @@ def main() -> None:
     p.add_argument("--checkpoint", required=True)
     p.add_argument("documents", nargs="+", type=Path)
     args = p.parse_args()
+    import docx
+
     import aiayn
     from aiayn.documents import Job, translate_document
+    from aiayn.documents.direction import right_to_left_letters
     from aiayn.documents.pdf import translate_pdf
     print(header(), flush=True)
     translator = aiayn.load(args.checkpoint)
     source = (translator.languages or {"target": "ar"})["target"]
     print(f"written right to left by {args.checkpoint} ({source}), laid out by LibreOffice\n")
     print("| document | paragraphs read | of one word | collisions, right to left → "
-          "translation | translated lines starting at the text's left edge |")
-    print("|---|---:|---:|---:|---:|")
-    totals = [0] * 6
+          "translation | translated lines starting at the text's left edge | paragraphs "
+          "read whole |")
+    print("|---|---:|---:|---:|---:|---:|")
+    totals = [0] * 8
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for document in args.documents:
             name = document.parent.name
-            docx = folder / f"{name}.docx"
-            subprocess.run(["pandoc", str(document), "-s", "-o", str(docx)], check=True,
+            english = folder / f"{name}.docx"
+            subprocess.run(["pandoc", str(document), "-s", "-o", str(english)], check=True,
                            stderr=subprocess.DEVNULL)
             rtl = folder / f"{name}.{source}.docx"
-            rtl.write_bytes(translate_document(translator, docx.read_bytes(), ".docx"))
+            rtl.write_bytes(translate_document(translator, english.read_bytes(), ".docx"))
             subprocess.run(["soffice", f"-env:UserInstallation=file://{folder}/profile",
                             "--headless", "--convert-to", "pdf", "--outdir", str(folder),
                             str(rtl)], check=True, capture_output=True)
             data = rtl.with_suffix(".pdf").read_bytes()
+            written = [" ".join(p.text.split()) for p in docx.Document(str(rtl)).paragraphs
+                       if right_to_left_letters(p.text)]
             back = Placeholders(source)
             out = translate_pdf(data, Job(back))
             single = sum(len(r.split()) == 1 for r in back.read)
             (before, _), (after, _) = rectangles(data), rectangles(out)
             even, several = at_left(out)
+            read = {" ".join(r.split()) for r in back.read}
+            same = sum(w in read for w in written)
             print(f"| {name}/{document.name} | {len(back.read)} | {single} | {before} → "
-                  f"{after} | {even}/{several} |", flush=True)
-            for k, v in enumerate((len(back.read), single, before, after, even, several)):
+                  f"{after} | {even}/{several} | {same}/{len(written)} |", flush=True)
+            for k, v in enumerate((len(back.read), single, before, after, even, several,
+                                   same, len(written))):
                 totals[k] += v
     print(f"| all | {totals[0]} | {totals[1]} | {totals[2]} → {totals[3]} | "
-          f"{totals[4]}/{totals[5]} |")
+          f"{totals[4]}/{totals[5]} | {totals[6]}/{totals[7]} |")
 
 
 if __name__ == "__main__":

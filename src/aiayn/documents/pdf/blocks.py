@@ -68,9 +68,11 @@ def page_paragraphs(textpage, page, raw, job: Job,
             continue
         # the paragraph it goes on with: the last, or one of the few before it where PDFium
         # reads the lines of columns side by side in turn
-        if leftward(line):
-            going = next((p for p in reversed(paragraphs[-4:]) if p.leftward and _goes_on(
-                p, line, _column_left(lines, p.lines[-1], line), leading.get(line.size))), None)
+        if leftward(line):  # (a list's item begins with its mark, or by one drawn apart)
+            going = None if _begins_item(line.text) or _marked(line, lines) else next(
+                (p for p in reversed(paragraphs[-4:]) if p.leftward and _goes_on(
+                    p, line, _column_left(lines, p.lines[-1], line), leading.get(line.size))),
+                None)
         else:
             going = None if _MARK.match(line.text) else next(
                 (p for p in reversed(paragraphs[-4:]) if not p.leftward and _continues(
@@ -160,6 +162,20 @@ def leftward(line: Line) -> bool:
     most of its letters are (a paragraph's line that begins with a Latin name)."""
     kinds = [k for k in map(unicodedata.bidirectional, line.text) if k in ("L", "R", "AL")]
     return bool(kinds) and (kinds[0] != "L" or 2 * kinds.count("L") < len(kinds))
+
+
+def _begins_item(text: str) -> bool:
+    """Whether a line's text begins with a list mark and a space ("1. ", "• ")."""
+    match = _MARK.match(text)
+    return match is not None and text[match.end():match.end() + 1].isspace()
+
+
+def _marked(line: Line, lines: list[Line]) -> bool:
+    """Whether a line written right to left has a list mark drawn apart just after its end,
+    on its right (a bullet PDFium reads as a line of its own)."""
+    return any(_MARK.fullmatch(other.text.strip()) and 0 <= other.left - line.right <
+               3 * line.size and abs(other.baseline - line.baseline) < 0.6 * line.size
+               for other in lines if other is not line)
 
 
 def _column_left(lines: list[Line], last: Line, line: Line) -> float:
