@@ -787,3 +787,44 @@ def test_a_pdf_written_right_to_left_is_read_in_paragraphs_and_set_left_to_right
     lefts = [left for y, (_, left, _) in seen(out).items() if 600 < y <= 670]
     # (the Hebrew's leftmost line, not quite at 72, is where its page's text begins)
     assert len(lefts) >= 3 and max(lefts) - min(lefts) < 1 and min(lefts) < 76, lefts
+
+
+def seen_line(drawn: str, order: list[int] | None = None):
+    """A line as PDFium could read it: the glyphs ``drawn`` left to right, 6 points apart (a
+    space a gap of 6), given in ``order`` (by default as drawn); a combining mark over the
+    glyph before it."""
+    import unicodedata
+
+    from aiayn.documents.pdf.glyphs import Line, Style
+    style = Style("sans", False, False, 10.0, (0, 0, 0, 255))
+    boxes, x = [], 72.0
+    for c in drawn:
+        if unicodedata.category(c) == "Mn":
+            boxes.append((boxes[-1][0] + 1, boxes[-1][1] - 1))
+            continue
+        boxes.append((x, x + 5))
+        x += 6
+    order = order if order is not None else list(range(len(drawn)))
+    text = "".join(drawn[k] for k in order)
+    return Line(text, [style] * len(text), [boxes[k][0] for k in order],
+                [boxes[k][1] for k in order], [1] * len(text), [boxes[k][0] for k in order],
+                [-1] * len(text), 72.0, x, 700.0, 10.0, {1}, True, [700.0] * len(text))
+
+
+@pytest.mark.parametrize("drawn, order, read", [
+    # a line with a URL, its words given in the order they are seen
+    ("https://x.org \u05e7\u05d3\u05d5\u05d1 \u05da\u05de\u05e1\u05de", None,
+     "\u05de\u05e1\u05de\u05da \u05d1\u05d5\u05d3\u05e7 https://x.org"),
+    # brackets given as the glyphs drawn, mirrored: the line's pairing turns them
+    (")\u05ea\u05d7\u05ea( \u05dd\u05d5\u05dc\u05e9", None,
+     "\u05e9\u05dc\u05d5\u05dd (\u05ea\u05d7\u05ea)"),
+    # a vowel point stays on its letter
+    ("\u05d1\u05d0\u05b8", None, "\u05d0\u05b8\u05d1"),
+    # already in reading order, right to left (as PDFium reads aiayn's own): unchanged
+    ("GNU \u05dd\u05d5\u05dc\u05e9", [7, 6, 5, 4, 3, 0, 1, 2],
+     "\u05e9\u05dc\u05d5\u05dd GNU"),
+])
+def test_a_line_written_right_to_left_is_read_in_order_from_where_its_glyphs_stand(
+        drawn, order, read):
+    from aiayn.documents.pdf.glyphs import _in_reading_order
+    assert _in_reading_order(seen_line(drawn, order)).text == read

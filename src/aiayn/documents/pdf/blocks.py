@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import re
 import statistics
-import unicodedata
 from dataclasses import dataclass
 
 from .. import Job, prevailing, spanned
-from .glyphs import Line, Style, listing, read_lines
+from .glyphs import Line, Style, leftward, listing, read_lines
 
 # a list mark at a paragraph's start: a bullet, a number or letter and its stop
 _MARK = re.compile(r"[\u2022\u2023\u2043\u2219\u25aa\u25ab\u25cf\u25e6\u2013\u2014\-*\u00b7]|"
@@ -154,14 +153,6 @@ def _column(lines: list[Line], last: Line, line: Line) -> float:
         left - 3 * size <= other.left <= max(last.left, line.left) + 3 * size and
         line.baseline - 10 * size <= other.baseline <= last.baseline + 10 * size and
         (listing(other) <= listing(line))])
-
-
-def leftward(line: Line) -> bool:
-    """Whether a line is written right to left: its first letter, as PDFium reads it, is
-    (the Unicode Bidirectional Algorithm's rule P2; a URL later in it does not turn it), or
-    most of its letters are (a paragraph's line that begins with a Latin name)."""
-    kinds = [k for k in map(unicodedata.bidirectional, line.text) if k in ("L", "R", "AL")]
-    return bool(kinds) and (kinds[0] != "L" or 2 * kinds.count("L") < len(kinds))
 
 
 def _begins_item(text: str) -> bool:

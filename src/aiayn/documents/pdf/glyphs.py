@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field, replace
 
 from .. import monospaced
@@ -135,6 +136,7 @@ def read_lines(textpage, page, raw) -> list[Line]:
         line.text = re.sub("[\ud800-\udfff]", "\ufffd", line.text)
         if right_to_left_letters(line.text):  # read in order, right to left: its left edge
             line.left = min(line.starts)
+    lines = [_in_reading_order(line) if leftward(line) else line for line in lines]
     lines = [part for line in lines for part in _parts(line)]
     for line in lines:
         line.size = statistics.median(s.size for s, c in zip(line.styles, line.text)
@@ -241,6 +243,85 @@ def _parts(line: Line, wide: bool = True) -> list[Line]:
     return [piece for part in parts for piece in _parts(part, False)] if wide else parts
 
 
+def _in_reading_order(line: Line) -> Line:
+    """A line written right to left with its characters in the order they are read, rebuilt
+    from where they stand on the page: PDFium's own order follows the drawing commands, which
+    another program may draw in the order the words are seen (a line with a URL comes back
+    with its words reversed). The glyphs left to right, a space where they stand apart, are
+    put back in reading order by the Unicode Bidirectional Algorithm (a paragraph written
+    right to left), as pdftotext does; a mirrored glyph at an odd level is its mirror image's
+    character, and a combining mark stays after its letter."""
+    from . import visual
+    size = statistics.median(s.size for s in line.styles)
+    solid = [k for k, c in enumerate(line.text) if not c.isspace()]
+    marks = {k for k in solid if unicodedata.category(line.text[k]) in ("Mn", "Me")}
+    letters = sorted((k for k in solid if k not in marks),
+                     key=lambda k: (line.starts[k] + line.ends[k]) / 2)
+    if not letters:
+        return line
+    # each mark on the letter it is drawn over: the one whose middle is nearest its own
+    over: dict[int, list[int]] = {}
+    for k in sorted(marks):
+        middle = (line.starts[k] + line.ends[k]) / 2
+        base = min(letters, key=lambda j: abs((line.starts[j] + line.ends[j]) / 2 - middle))
+        over.setdefault(base, []).append(k)
+    seen: list[int | None] = []  # character numbers left to right; None: a space
+    for n, k in enumerate(letters):
+        if n and line.starts[k] - line.ends[letters[n - 1]] > 0.22 * size:
+            seen.append(None)
+        seen.append(k)
+    text = "".join(" " if k is None else line.text[k] for k in seen)
+    levels = visual.levels(text, 1)
+    order = visual.order(levels)
+    out: list[int | None] = []
+    chars: list[str] = []
+    for n in order:
+        at = seen[n]
+        if at is None:
+            out.append(None)
+            chars.append(" ")
+            continue
+        chars.append(line.text[at])
+        out.append(at)
+        for mark in over.get(at, []):
+            out.append(mark)
+            chars.append(line.text[mark])
+    _balanced(chars, [levels[n] % 2 == 1 for n in order for _ in
+                      [0, *over.get(seen[n], [])]])  # type: ignore[arg-type]
+
+    def pick(values: list, blank):  # a rebuilt space takes its neighbour's
+        return [values[k] if k is not None else blank(n) for n, k in enumerate(out)]
+    near = [next((k for k in out[n::-1] if k is not None), letters[0]) for n in range(len(out))]
+    return Line("".join(chars), pick(line.styles, lambda n: line.styles[near[n]]),
+                pick(line.starts, lambda n: line.ends[near[n]]),
+                pick(line.ends, lambda n: line.ends[near[n]]),
+                pick(line.owners, lambda n: 0), pick(line.origins, lambda n: line.ends[near[n]]),
+                pick(line.links, lambda n: line.links[near[n]]), line.left, line.right,
+                line.baseline, line.size, line.objects, line.plain,
+                pick(line.bases, lambda n: line.baseline))
+
+
+def _balanced(chars: list[str], odd: list[bool]) -> None:
+    """Brackets at odd levels given as the glyphs drawn (their mirror images), as PDFium gives
+    some programs' text, turned round where that pairs more of the line's brackets: PDFium
+    turns others itself, so the line's own pairing decides."""
+    from .visual import mirror_images
+    mirrored = mirror_images()
+
+    def unpaired(text: list[str]) -> int:
+        depth = loose = 0
+        for c in text:
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                loose += depth == 0
+                depth = max(0, depth - 1)
+        return loose + depth
+    turned = [mirrored.get(c, c) if o and c in "()[]{}" else c for c, o in zip(chars, odd)]
+    if unpaired(turned) < unpaired(chars):
+        chars[:] = turned
+
+
 def _parts_seen(line: Line, size: float, wide: bool) -> list[Line]:
     """``_parts`` for a line with letters written right to left, which PDFium reads in their
     order, not the page's: the same gaps and leaders, measured between characters side by
@@ -279,6 +360,16 @@ def _parts_seen(line: Line, size: float, wide: bool) -> list[Line]:
                               {line.owners[k] for k in ks if line.owners[k]}, line.plain,
                               [line.bases[k] for k in ks]))
     return parts
+
+
+def leftward(line: Line) -> bool:
+    """Whether a line is written right to left: the letter standing furthest right on the
+    page is written so (where such a line begins: a URL later in it does not turn it), or
+    most of its letters are (a paragraph's line that begins with a Latin name)."""
+    strong = [(line.ends[k], kind) for k, kind in
+              enumerate(map(unicodedata.bidirectional, line.text)) if kind in ("L", "R", "AL")]
+    kinds = [kind for _, kind in strong]
+    return bool(strong) and (max(strong)[1] != "L" or 2 * kinds.count("L") < len(kinds))
 
 
 def listing(line: Line) -> bool:

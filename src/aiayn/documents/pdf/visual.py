@@ -238,6 +238,11 @@ def _reshaper():
     return reshaper.ArabicReshaper(configuration={"delete_harakat": False})
 
 
+def mirror_images() -> dict[str, str]:
+    """Each character drawn mirrored at an odd level, and its mirror image."""
+    return _mirrored()
+
+
 def _mirrored() -> dict[str, str]:
     """Each character drawn mirrored at an odd level, and its mirror image (rule L4; Unicode's
     BidiMirroring.txt, as python-bidi holds it)."""
