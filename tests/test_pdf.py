@@ -828,3 +828,31 @@ def test_a_line_written_right_to_left_is_read_in_order_from_where_its_glyphs_sta
         drawn, order, read):
     from aiayn.documents.pdf.glyphs import _in_reading_order
     assert _in_reading_order(seen_line(drawn, order)).text == read
+
+
+def test_a_line_of_german_that_ends_with_a_hebrew_name_is_read_left_to_right():
+    """On a page written left to right, a line whose last word is Hebrew is still a line
+    written left to right: read in PDFium's order, set from its left edge."""
+    from aiayn.documents import Job, pdf
+    name = HEBREW["s"] + HEBREW["h"] + HEBREW["l"]
+
+    class German(Greek):
+        languages = {"source": "en", "target": "de"}
+
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            return [f"Der Name ist {name}" for _ in documents]
+    german = pdf.translate_pdf(pdf_file([text("R", 11, 72, 700, SENTENCES[0]),
+                                         text("R", 11, 72, 650, SENTENCES[1])]), Job(German()))
+
+    class Back(Greek):
+        languages = {"source": "de", "target": "en"}
+        read: list[str] = []
+
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            self.read += [re.sub(r"<[^>]+>", "", d) for d in documents]
+            return ["The name is here" for _ in documents]
+    out = pdf.translate_pdf(german, Job(Back()))
+    assert Back.read == [f"Der Name ist {name}"] * 2
+    assert all(abs(left - 72) < 1.5 for _, left, _ in seen(out).values())

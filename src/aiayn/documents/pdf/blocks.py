@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass
 
 from .. import Job, prevailing, spanned
-from .glyphs import Line, Style, leftward, listing, read_lines
+from .glyphs import Line, Style, listing, read_lines
 
 # a list mark at a paragraph's start: a bullet, a number or letter and its stop
 _MARK = re.compile(r"[\u2022\u2023\u2043\u2219\u25aa\u25ab\u25cf\u25e6\u2013\u2014\-*\u00b7]|"
@@ -67,7 +67,7 @@ def page_paragraphs(textpage, page, raw, job: Job,
             continue
         # the paragraph it goes on with: the last, or one of the few before it where PDFium
         # reads the lines of columns side by side in turn
-        if leftward(line):  # (a list's item begins with its mark, or by one drawn apart)
+        if line.leftward:  # (a list's item begins with its mark, or by one drawn apart)
             going = None if _begins_item(line.text) or _marked(line, lines) else next(
                 (p for p in reversed(paragraphs[-4:]) if p.leftward and _goes_on(
                     p, line, _column_left(lines, p.lines[-1], line), leading.get(line.size))),
@@ -78,7 +78,7 @@ def page_paragraphs(textpage, page, raw, job: Job,
                     p, line, _column(lines, p.lines[-1], line), leading.get(line.size))), None)
         if going is not None:
             going.lines.append(line)
-        elif leftward(line):  # (a list mark stays in its text: its place is the item's end)
+        elif line.leftward:  # (a list mark stays in its text: its place is the item's end)
             paragraphs.append(Paragraph([line], start=line.left, leftward=True))
         else:
             paragraphs.append(_with_mark(Paragraph([line])))

@@ -62,6 +62,7 @@ class Line:
     objects: set[int] = field(default_factory=set)  # the objects drawing it and its rules
     plain: bool = True  # upright and visible
     bases: list[float] = field(default_factory=list)  # each character's own baseline
+    leftward: bool = False  # written right to left (``leftward``)
 
 
 def read_lines(textpage, page, raw) -> list[Line]:
@@ -136,8 +137,16 @@ def read_lines(textpage, page, raw) -> list[Line]:
         line.text = re.sub("[\ud800-\udfff]", "\ufffd", line.text)
         if right_to_left_letters(line.text):  # read in order, right to left: its left edge
             line.left = min(line.starts)
-    lines = [_in_reading_order(line) if leftward(line) else line for line in lines]
+    # a page where most lines with letters written right to left are mostly such letters
+    # reads its mixed lines so too
+    mixed = [line for line in lines if right_to_left_letters(line.text)]
+    rtl_page = 2 * sum(leftward(line, False) for line in mixed) > len(mixed)
+    for line in lines:
+        line.leftward = leftward(line, rtl_page)
+    lines = [_in_reading_order(line) if line.leftward else line for line in lines]
     lines = [part for line in lines for part in _parts(line)]
+    for line in lines:  # (a part of a line, a column or a cell, has its own direction)
+        line.leftward = leftward(line, rtl_page)
     for line in lines:
         line.size = statistics.median(s.size for s, c in zip(line.styles, line.text)
                                       if not c.isspace()) if line.text.strip() else 0
@@ -239,7 +248,7 @@ def _parts(line: Line, wide: bool = True) -> list[Line]:
                                line.links[k:b], line.starts[k], max(line.ends[k:b]),
                                line.baseline, 0.0,
                                {o for o in line.owners[k:b] if o}, line.plain,
-                               line.bases[k:b]))
+                               line.bases[k:b], line.leftward))
     return [piece for part in parts for piece in _parts(part, False)] if wide else parts
 
 
@@ -298,7 +307,7 @@ def _in_reading_order(line: Line) -> Line:
                 pick(line.owners, lambda n: 0), pick(line.origins, lambda n: line.ends[near[n]]),
                 pick(line.links, lambda n: line.links[near[n]]), line.left, line.right,
                 line.baseline, line.size, line.objects, line.plain,
-                pick(line.bases, lambda n: line.baseline))
+                pick(line.bases, lambda n: line.baseline), line.leftward)
 
 
 def _balanced(chars: list[str], odd: list[bool]) -> None:
@@ -358,18 +367,20 @@ def _parts_seen(line: Line, size: float, wide: bool) -> list[Line]:
                               [line.links[k] for k in ks], min(line.starts[k] for k in ks),
                               max(line.ends[k] for k in ks), line.baseline, 0.0,
                               {line.owners[k] for k in ks if line.owners[k]}, line.plain,
-                              [line.bases[k] for k in ks]))
+                              [line.bases[k] for k in ks], line.leftward))
     return parts
 
 
-def leftward(line: Line) -> bool:
-    """Whether a line is written right to left: the letter standing furthest right on the
-    page is written so (where such a line begins: a URL later in it does not turn it), or
-    most of its letters are (a paragraph's line that begins with a Latin name)."""
+def leftward(line: Line, rtl_page: bool) -> bool:
+    """Whether a line is written right to left: most of its letters are (a paragraph's line
+    that begins with a Latin name too), or, on a page mostly written so, the letter standing
+    furthest right is (where such a line begins: a URL later in it does not turn it; on a
+    page of German, a line that ends with a Hebrew name stays left to right)."""
     strong = [(line.ends[k], kind) for k, kind in
               enumerate(map(unicodedata.bidirectional, line.text)) if kind in ("L", "R", "AL")]
     kinds = [kind for _, kind in strong]
-    return bool(strong) and (max(strong)[1] != "L" or 2 * kinds.count("L") < len(kinds))
+    return bool(strong) and (2 * kinds.count("L") < len(kinds) or
+                             rtl_page and max(strong)[1] != "L")
 
 
 def listing(line: Line) -> bool:
