@@ -826,8 +826,8 @@ def seen_line(drawn: str, order: list[int] | None = None):
 ])
 def test_a_line_written_right_to_left_is_read_in_order_from_where_its_glyphs_stand(
         drawn, order, read):
-    from aiayn.documents.pdf.glyphs import _in_reading_order
-    assert _in_reading_order(seen_line(drawn, order)).text == read
+    from aiayn.documents.pdf.reading import in_reading_order
+    assert in_reading_order(seen_line(drawn, order)).text == read
 
 
 def test_a_line_of_german_that_ends_with_a_hebrew_name_is_read_left_to_right():
