@@ -528,6 +528,19 @@ class RightToLeft:
         return spelled + (" (2.0)" if k % 3 == 2 else "") + (" GNU" if k % 5 == 4 else "")
 
 
+class Canned:
+    """A translator between a pair of our choosing (None: a pair nobody named) that answers
+    every paragraph with ``answer``, and keeps what it read, tags taken out."""
+
+    def __init__(self, answer: str, source: str = "en", target: str | None = "de") -> None:
+        self.answer, self.read = answer, []
+        self.languages = {"source": source, "target": target} if target else None
+
+    def translate_markup(self, documents, fmt, options=None, glossary=None, fragments=False):
+        self.read += [re.sub(r"<[^>]+>", "", d) for d in documents]
+        return [self.answer for _ in documents]
+
+
 def seen(data: bytes) -> dict[float, tuple[str, float, float]]:
     """By baseline, top down: the glyphs each line draws, left to right as they are seen, as
     the characters they are (the content stream decoded here: a WinAnsi font's bytes, an
@@ -646,39 +659,23 @@ def test_arabic_letters_are_joined_and_a_hebrew_name_in_german_keeps_its_order()
     assert all(0xFE70 <= ord(c) <= 0xFEFF for c in said if c.isalpha() and not c.isascii())
     assert any(ord(c) != ord(d) for c, d in zip(said, get_display(logical, base_dir="R")))
 
-    class German(Greek):
-        languages = {"source": "en", "target": "de"}
-
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            return [f"Hallo {HEBREW['s']}{HEBREW['h']}{HEBREW['l']} Welt" for _ in documents]
-    said, left, _ = seen(pdf.translate_pdf(data, Job(German())))[700]
+    german = Canned(f"Hallo {HEBREW['s']}{HEBREW['h']}{HEBREW['l']} Welt")
+    said, left, _ = seen(pdf.translate_pdf(data, Job(german)))[700]
     assert said == "Hallo " + HEBREW["l"] + HEBREW["h"] + HEBREW["s"] + " Welt"
     assert abs(left - 72) < 1.5
 
-    class HebrewFirst(German):  # a German sentence that starts with a Hebrew name
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            return [f"{HEBREW['s']}{HEBREW['h']} ist hier" for _ in documents]
-    for pair, at_left in (({"source": "en", "target": "de"}, True), (None, False)):
-        HebrewFirst.languages = pair  # into German; into a language nobody named
-        said, left, right = seen(pdf.translate_pdf(data, Job(HebrewFirst())))[700]
-        assert (abs(left - 72) < 1.5) == at_left, (pair, left, right)
-
-    class Vowelled(Greek):  # short vowels: a kasra, a fatha, a dammatan
-        languages = {"source": "en", "target": "ar"}
-
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            return ["\u0643\u0650\u062a\u064e\u0627\u0628\u064c" for _ in documents]
-    said, _, _ = seen(pdf.translate_pdf(data, Job(Vowelled())))[700]
+    hebrew_first = f"{HEBREW['s']}{HEBREW['h']} ist hier"  # German that starts with a name
+    for target, at_left in (("de", True), (None, False)):  # None: a language nobody named
+        said, left, right = seen(pdf.translate_pdf(
+            data, Job(Canned(hebrew_first, target=target))))[700]
+        assert (abs(left - 72) < 1.5) == at_left, (target, left, right)
+    # short vowels: a kasra, a fatha, a dammatan
+    vowelled = Canned("\u0643\u0650\u062a\u064e\u0627\u0628\u064c", target="ar")
+    said, _, _ = seen(pdf.translate_pdf(data, Job(vowelled)))[700]
     assert [c for c in said if unicodedata.category(c) == "Mn"] == ["\u064c", "\u064e", "\u0650"]
-
-    class Persian(Vowelled):  # "I want": a zero-width non-joiner keeps its halves apart
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            return ["\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645" for _ in documents]
-    said, _, _ = seen(pdf.translate_pdf(data, Job(Persian())))[700]
+    # Persian's "I want": a zero-width non-joiner keeps its halves apart
+    persian = Canned("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", target="fa")
+    said, _, _ = seen(pdf.translate_pdf(data, Job(persian)))[700]
     # seen left to right: the second half, the non-joiner, then a final yeh and an initial
     # meem, which join each other and nothing else
     assert said.endswith("\u200c\ufbfd\ufee3")
@@ -774,16 +771,9 @@ def test_a_pdf_written_right_to_left_is_read_in_paragraphs_and_set_left_to_right
     hebrew = pdf.translate_pdf(data, Job(into_hebrew))
     assert len({y for y in seen(hebrew) if 610 < y <= 670}) >= 3  # a paragraph of 3 lines
 
-    class Back(Greek):
-        languages = {"source": "he", "target": "en"}
-        read: list[str] = []
-
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            self.read += [re.sub(r"<[^>]+>", "", d) for d in documents]
-            return [" ".join(["back"] * 60) if k == 0 else "back" for k in range(len(documents))]
-    out = pdf.translate_pdf(hebrew, Job(Back()))
-    assert Back.read == into_hebrew.said
+    back = Canned(" ".join(["back"] * 60), source="he", target="en")
+    out = pdf.translate_pdf(hebrew, Job(back))
+    assert back.read == into_hebrew.said
     lefts = [left for y, (_, left, _) in seen(out).items() if 600 < y <= 670]
     # (the Hebrew's leftmost line, not quite at 72, is where its page's text begins)
     assert len(lefts) >= 3 and max(lefts) - min(lefts) < 1 and min(lefts) < 76, lefts
@@ -836,23 +826,10 @@ def test_a_line_of_german_that_ends_with_a_hebrew_name_is_read_left_to_right():
     from aiayn.documents import Job, pdf
     name = HEBREW["s"] + HEBREW["h"] + HEBREW["l"]
 
-    class German(Greek):
-        languages = {"source": "en", "target": "de"}
-
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            return [f"Der Name ist {name}" for _ in documents]
     german = pdf.translate_pdf(pdf_file([text("R", 11, 72, 700, SENTENCES[0]),
-                                         text("R", 11, 72, 650, SENTENCES[1])]), Job(German()))
-
-    class Back(Greek):
-        languages = {"source": "de", "target": "en"}
-        read: list[str] = []
-
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            self.read += [re.sub(r"<[^>]+>", "", d) for d in documents]
-            return ["The name is here" for _ in documents]
-    out = pdf.translate_pdf(german, Job(Back()))
-    assert Back.read == [f"Der Name ist {name}"] * 2
+                                         text("R", 11, 72, 650, SENTENCES[1])]),
+                               Job(Canned(f"Der Name ist {name}")))
+    back = Canned("The name is here", source="de", target="en")
+    out = pdf.translate_pdf(german, Job(back))
+    assert back.read == [f"Der Name ist {name}"] * 2
     assert all(abs(left - 72) < 1.5 for _, left, _ in seen(out).values())

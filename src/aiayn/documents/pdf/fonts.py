@@ -51,15 +51,19 @@ def folders() -> list[Path]:
     return folders
 
 
-def unicode_font(kind: str, bold: bool, italic: bool, text: str) -> Path:
-    """The DejaVu font ``text`` is set in: of its kind and shape where that font has all its
-    letters, else the nearest that has (the shape kept before the kind: DejaVu Serif has no
-    Hebrew or Arabic letters, DejaVu Sans's slanted shapes no Arabic), else the one that has
-    the most."""
+def candidates(kind: str, bold: bool, italic: bool) -> list[Path]:
+    """The DejaVu fonts a text of a kind and shape may be set in, the nearest first: its own,
+    then the shape kept before the kind (DejaVu Serif has no Hebrew or Arabic letters,
+    DejaVu Sans's slanted shapes no Arabic)."""
     shapes = dict.fromkeys([(bold, italic), (bold, False), (False, italic), (False, False)])
     names = [_DEJAVU[k] + _SHAPES[shape] for k in dict.fromkeys([kind, "sans"]) for shape in shapes]
-    found = [folder / f"{name}.ttf" for name in names for folder in folders()
-             if (folder / f"{name}.ttf").is_file()]
+    return [folder / f"{name}.ttf" for name in names for folder in folders()
+            if (folder / f"{name}.ttf").is_file()]
+
+
+def unicode_font(found: list[Path], text: str) -> Path:
+    """The font of ``found`` (``candidates``) ``text`` is set in: the nearest that has all its
+    letters, else the one that has the most."""
     letters = {ord(c) for c in text if not c.isspace()}
     if found:
         return max(found, key=lambda path: (len(letters & _letters(path)), -found.index(path)))

@@ -29,14 +29,20 @@ class Writer:
         # whether the target language is written right to left (None: its pair is unknown)
         self.right_to_left = right_to_left
         self.fonts: dict[tuple[str, bool, bool] | str, Any] = {}
+        self.candidates: dict[tuple[str, bool, bool], list] = {}  # DejaVu's, by kind and shape
         self.buffers: list[Any] = []
         self.widths: dict[tuple[str, bool, bool, str], float] = {}
 
     def font(self, kind: str, bold: bool, italic: bool, text: str):
         """The font ``text`` is set in: the standard font of its kind and shape, or DejaVu's
         (embedded) where it has letters WinAnsi lacks; loaded once."""
-        key: tuple[str, bool, bool] | str = (kind, bold, italic)
-        path = None if fonts.latin(text) else fonts.unicode_font(kind, bold, italic, text)
+        shape = (kind, bold, italic)
+        key: tuple[str, bool, bool] | str = shape
+        path = None
+        if not fonts.latin(text):
+            if shape not in self.candidates:  # (looked for on disk once)
+                self.candidates[shape] = fonts.candidates(kind, bold, italic)
+            path = fonts.unicode_font(self.candidates[shape], text)
         if path is not None:
             key = str(path)
         if key not in self.fonts:
@@ -79,9 +85,7 @@ class Writer:
 
     def right_to_left_set(self, translated: list[tuple[str, int | None]]) -> bool:
         """Whether a paragraph's translation is set right to left."""
-        text = "".join(piece for piece, _ in translated)
-        return bool(visual.paragraph_level(text, self.right_to_left)) and \
-            (bool(self.right_to_left) or visual.right_to_left_letters(text))
+        return _level("".join(piece for piece, _ in translated), self.right_to_left) == 1
 
     def set(self, page, paragraph: Paragraph, translated: list[tuple[str, int | None]],
             styles: list[Style], mark: Paragraph | None = None) -> list[tuple[int | None, Box]]:
@@ -271,6 +275,14 @@ def _words(translated: list[tuple[str, int | None]],
     return words
 
 
+def _level(text: str, right_to_left: bool | None) -> int:
+    """The level a paragraph's translation is set at: 1 where it is written right to left
+    (``visual.paragraph_level``; a text without such letters only where the target is)."""
+    if not right_to_left and not visual.right_to_left_letters(text):
+        return 0
+    return visual.paragraph_level(text, right_to_left)
+
+
 def _units(words: list[list[Piece]],
            right_to_left: bool | None) -> tuple[list[list[Unit]], list[int], int]:
     """A paragraph's words as the units they are drawn in, the levels of the spaces after
@@ -278,9 +290,9 @@ def _units(words: list[list[Piece]],
     where the paragraph has no letters written right to left and is not written so; else a
     unit for each stretch of one level, as drawn (``visual.drawn``)."""
     text = " ".join("".join(t for _, t, _ in word) for word in words)
-    if not right_to_left and not visual.right_to_left_letters(text):
+    level = _level(text, right_to_left)
+    if not level and not visual.right_to_left_letters(text):
         return [[(s, t, n, 0) for s, t, n in word] for word in words], [0] * len(words), 0
-    level = visual.paragraph_level(text, right_to_left)
     levels = visual.levels(text, level)
     out: list[list[Unit]] = []
     spaces: list[int] = []

@@ -142,7 +142,7 @@ def _paired_brackets(text: str, kinds: list[str], original: list[str], visible: 
     """Rule N0: a pair of brackets takes the paragraph's direction where the text between them
     has a letter of it, else the other direction where the text between them and before them
     has that. Pairs are found as BD16 finds them (a stack of 63 openers)."""
-    mirrored = _mirrored()
+    mirrored = mirror_images()
     pairs: list[tuple[int, int]] = []
     stack: list[tuple[str, int]] = []
     for k in visible:
@@ -225,7 +225,7 @@ def drawn(text: str, level: int) -> str:
         text = _reshaper().reshape(text)
     if level % 2 == 0:
         return text
-    mirrored = _mirrored()
+    mirrored = mirror_images()
     return "".join(mirrored.get(c, c) for c in reversed(text))
 
 
@@ -239,11 +239,6 @@ def _reshaper():
 
 
 def mirror_images() -> dict[str, str]:
-    """Each character drawn mirrored at an odd level, and its mirror image."""
-    return _mirrored()
-
-
-def _mirrored() -> dict[str, str]:
     """Each character drawn mirrored at an odd level, and its mirror image (rule L4; Unicode's
     BidiMirroring.txt, as python-bidi holds it)."""
     return require("bidi.mirror", "right-to-left letters in PDF files", "documents").MIRRORED
