@@ -348,6 +348,23 @@ def test_code_over_part_of_a_word_keeps_the_rest_of_the_word():
     assert out == "Nach dem Ereignis <code>domain</code>'s ausführen."
 
 
+def test_several_pieces_of_code_in_one_word_keep_the_word():
+    """A word with code in several places (a typewriter font's quotes around a value, as TeX
+    sets them) keeps what lies between them: in the target word that holds that stretch, the
+    rest as translated; else as the source wrote it."""
+    source = 'Set value="42" now'
+    quotes = [Span(10, 11, keep="<code>&quot;</code>"), Span(13, 14, keep="<code>&quot;</code>")]
+    out = place(source, quotes, 'Jetzt Wert="42" setzen', [(0, 2), (1, 1), (2, 0)])
+    assert out == 'Jetzt Wert=<code>&quot;</code>42<code>&quot;</code> setzen'
+    out = place(source, quotes, "Jetzt Wert setzen", [(0, 2), (1, 1), (2, 0)])
+    assert out == 'Jetzt value=<code>&quot;</code>42<code>&quot;</code> setzen'
+    out = place(source, quotes, "Jetzt setzen", [(0, 1), (2, 0)])  # the word left out
+    assert out == 'Jetzt setzen value=<code>&quot;</code>42<code>&quot;</code>'
+    doc = Document('<p>Set value=<code>"</code>42<code>"</code> now</p>')
+    assert doc.render(['Jetzt Wert="42" setzen'], {0: [(0, 2), (1, 1), (2, 0)]}) == \
+        '<p>Jetzt Wert=<code>"</code>42<code>"</code> setzen</p>'
+
+
 def test_a_picture_keeps_its_place_at_a_sentence_s_edge_and_the_space_around_it():
     """A picture after every word stays after the translation, not after the target of the
     last source word (German puts the verb last); the space the source had around a picture

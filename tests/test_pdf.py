@@ -320,6 +320,74 @@ def test_contents_leaders_and_table_cells_are_kept_apart(toy_model, translator, 
     assert abs(min(c[2] for c in sized) - min(c[2] for c in box)) < 1.5
 
 
+def test_a_justified_line_s_wide_spaces_are_not_columns():
+    """A justified line of a few long words (TeX sets values and names so) has its spaces
+    stretched wider than a column's gutter: read as one line, since the lines above and below
+    run across them. A table whose rows end alike keeps its cells apart; so does a listing."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    from aiayn.documents.pdf.glyphs import read_lines
+    words = SENTENCES[1].split() + SENTENCES[2].split()
+    long = ["qqqqqqqq", "rrrrrrrr", "ssssssss"]
+    right = 72 + width([("R", " ".join(words))], 11) + 20
+    assert (right - 72 - width([("R", " ".join(long))], 11)) / 2 > 2 * 11  # wider than 2 em
+    cells = ["abc", "a", "abcdefgh"]
+    page = "\n".join([
+        justified([("R", " ".join(words))], 11, 72, 700, right),
+        justified([("R", " ".join(long))], 11, 72, 687, right),
+        justified([("R", " ".join(words))], 11, 72, 674, right),
+        *(text("R", 11, 72, y, cell) + text("R", 11, 200, y, "lambda") +
+          text("R", 11, 330, y, "done") for y, cell in zip((600, 587, 574), cells)),
+        *(text("C", 11, 72, y, "x_1") + text("C", 11, 200, y, "y_1") for y in (500, 487)),
+    ])
+    document = pdfium.PdfDocument(pdf_file([page]))
+    textpage = document[0].get_textpage()
+    lines = [" ".join(line.text.split()) for line in read_lines(textpage.raw, document[0], raw)]
+    assert " ".join(long) in lines
+    for cell in cells:
+        assert [cell, "lambda", "done"] == lines[lines.index(cell):lines.index(cell) + 3]
+    assert lines.count("x_1") == 2 and lines.count("y_1") == 2
+
+
+def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
+    """PDFium reads a word broken by a hyphen on into the next line, with no line end
+    between: the two lines are still two, one step apart, so the paragraph goes on over both
+    and the word is whole again."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    from aiayn.documents import Job, pdf
+    from aiayn.documents.pdf.glyphs import read_lines
+    words = SENTENCES[1].split() + SENTENCES[2].split()
+    right = 72 + width([("R", " ".join(words[:6]) + " trans-")], 11)
+    page = "\n".join([
+        text("R", 11, 72, 700, " ".join(words[:6]) + " trans-"),
+        text("R", 11, 72, 687, "lation " + " ".join(words[6:])),
+        text("R", 11, 72, 674, "xx " * int((right - 72) / 5)),  # (the column's edge)
+    ])
+    data = pdf_file([page])
+    document = pdfium.PdfDocument(data)
+    textpage = document[0].get_textpage()
+    lines = read_lines(textpage.raw, document[0], raw)
+    assert [(line.text.strip(), line.baseline) for line in lines[:2]] == [
+        (" ".join(words[:6]) + " trans\u00ad", 700.0), ("lation " + " ".join(words[6:]), 687.0)]
+    sent = []
+
+    class Recorder(Greek):
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            sent.extend(documents)
+            return list(documents)
+    pdf.translate_pdf(data, Job(Recorder()))
+    assert " ".join(words[:6]) + " translation " + " ".join(words[6:]) in sent[0]
+    # what the next line begins with does not make it a list's item ("ECMA-" / "402) APIs")
+    sent.clear()
+    pdf.translate_pdf(pdf_file([page.replace("trans-", "ecma-").replace("(lation ", "(1\\) ")]),
+                      Job(Recorder()))
+    assert " ".join(words[:6]) + " ecma1) " + " ".join(words[6:]) in sent[0]
+
+
 class Greek:
     """A translator that answers in Greek letters, which the standard fonts lack."""
 

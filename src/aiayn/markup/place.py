@@ -239,6 +239,42 @@ def place(source: str, spans: list[Span], translation: str,
             out += escape_text(gaps[j]) if j < b - 1 else ""
         return out
 
+    def word_of_codes(span: Span) -> int | None:
+        """The source word that ``span``, code kept over part of it, shares with other
+        such code (``value=<code>"</code>42<code>"</code>``); else None."""
+        own = covered(span)
+        if span.keep is None or len(own) != 1 or kept_words[own[0]] < 2:
+            return None
+        s, e = src_words[own[0]]
+        return None if span.start <= s and span.end >= e else own[0]
+
+    def codes_in_word(word: int, codes: list[Span], a: int, b: int) -> str:
+        """Target words [a, b) for a source word with several pieces of code kept in it:
+        where one of them holds the word's stretch from its first code to its last once (the
+        model copied it: ``"42"`` in "Wert="42""), that stretch with its code in place and
+        the rest as translated; else the source's word as written, its code kept."""
+        s, e = src_words[word]
+        first, last = codes[0].start, codes[-1].end
+        stretch, at = "", first
+        for code in codes:
+            stretch += escape_text(source[at:code.start]) + str(code.keep)
+            at = code.end
+        stretch += escape_text(source[at:last])
+        inner = source[first:last]
+        holding = [j for j in range(a, b) if tgt_words[j].count(inner) == 1]
+        if len(holding) != 1:
+            return escape_text(source[s:first]) + stretch + escape_text(source[last:e])
+        out = ""
+        for j in range(a, b):
+            word_text = tgt_words[j]
+            if j == holding[0]:
+                head, _, tail = word_text.partition(inner)
+                out += escape_text(head) + stretch + escape_text(tail)
+            else:
+                out += escape_text(word_text)
+            out += escape_text(gaps[j]) if j < b - 1 else ""
+        return out
+
     def glued(span: Span) -> tuple[bool, bool]:
         """Whether a span over no word touches the text before / after it in the source (one
         at the sentence's end, after its trailing space, touches nothing after it)."""
@@ -266,10 +302,22 @@ def place(source: str, spans: list[Span], translation: str,
         # (text, index after its last word or -1 for none, glued before, glued after)
         pieces: list[tuple[str, int, bool, bool]] = []
         at = lo
+        written: set[int] = set()  # code written with the other code of its word
         for span, a, b, children in placed:
+            if id(span) in written:
+                continue
+            word = word_of_codes(span)
+            codes = [p for p in placed if word is not None and word_of_codes(p[0]) == word]
+            if word is not None and len(codes) == kept_words[word]:
+                written |= {id(p[0]) for p in codes}
+                a, b = max(at, min(p[1] for p in codes)), max(at, max(p[2] for p in codes))
             pieces += [(escape_text(tgt_words[j]), j + 1, False, False) for j in range(at, a)]
             part = partial(span) if span.keep is not None else None
-            if part is not None and b > a:
+            if word is not None and id(span) in written:
+                pieces.append((codes_in_word(word, sorted((p[0] for p in codes),
+                                                          key=lambda c: c.start), a, b),
+                               b if b > a else -1, False, False))
+            elif part is not None and b > a:
                 pieces.append((kept_in_word(span, part, a, b), b, False, False))
             elif part is not None:  # its word left out of the translation: the word as written
                 pieces.append((escape_text(part[0]) + str(span.keep) + escape_text(part[2]),

@@ -66,8 +66,14 @@ def page_paragraphs(textpage, page, raw, job: Job,
         if not line.plain:
             continue
         # the paragraph it goes on with: the last, or one of the few before it where PDFium
-        # reads the lines of columns side by side in turn
-        if line.leftward:  # (a list's item begins with its mark, or by one drawn apart)
+        # reads the lines of columns side by side in turn; the word a hyphen broke at the
+        # end of the line above goes on whatever it begins with ("ECMA-" / "402) APIs")
+        last = paragraphs[-1] if paragraphs else None
+        if last is not None and last.lines[-1].text.rstrip().endswith("\u00ad") \
+                and last.leftward == line.leftward \
+                and _steps_on(last, line, leading.get(line.size)):
+            going: Paragraph | None = last
+        elif line.leftward:  # (a list's item begins with its mark, or by one drawn apart)
             going = None if _begins_item(line.text) or _marked(line, lines) else next(
                 (p for p in reversed(paragraphs[-4:]) if p.leftward and _goes_on(
                     p, line, _column_left(lines, p.lines[-1], line), leading.get(line.size))),

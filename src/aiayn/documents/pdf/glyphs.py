@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from .. import monospaced
 from ..direction import right_to_left_letters
 
-# a dot leader: four dots or more, spaced or not
-LEADER = re.compile(r"\s*(?:\.\s*){4,}")
+# a dot leader: four dots or more, spaced or not, up to the line's end or a page's number
+# there (not an ellipsis in a sentence: "Developer Tools.... This step")
+LEADER = re.compile(r"\s*(?:\.\s*){4,}(?=\S{0,8}\s*$)")
 # kinds of fonts by their names, TeX's Computer Modern among them (CMR10, CMBX12, CMTT10)
 _SERIF = re.compile(r"times|roman|nimbusrom|serif(?!.*sans)|georgia|garamond|cambria|palatino|"
                     r"bookman|minion|century|baskerville|charter|utopia|"
@@ -132,6 +133,7 @@ def read_lines(textpage, page, raw) -> list[Line]:
         line.right = max(line.right, box[1].value)
     if line.text.strip():
         lines.append(line)
+    lines = [row for line in lines for row in _rows(line)]
     for line in lines:  # half a character, its other half missing
         line.text = re.sub("[\ud800-\udfff]", "\ufffd", line.text)
         if right_to_left_letters(line.text):  # read in order, right to left: its left edge
@@ -144,7 +146,7 @@ def read_lines(textpage, page, raw) -> list[Line]:
     for line in lines:
         line.leftward = leftward(line, rtl_page)
     lines = [in_reading_order(line) if line.leftward else line for line in lines]
-    lines = [part for line in lines for part in _parts(line)]
+    lines = [part for line in lines for part in _parts(line, around=_neighbours(line, lines))]
     for line in lines:  # (a part of a line, a column or a cell, has its own direction)
         line.leftward = leftward(line, rtl_page)
     for line in lines:
@@ -152,6 +154,31 @@ def read_lines(textpage, page, raw) -> list[Line]:
                                       if not c.isspace()) if line.text.strip() else 0
     _ruled(lines, page, raw, top_level)
     return lines
+
+
+def _rows(line: Line) -> list[Line]:
+    """A line cut after each hyphen that breaks a word at its end: PDFium reads the word on
+    into the next line, with no line end between (the first row keeps the hyphen)."""
+    cuts = [k + 1 for k, c in enumerate(line.text[:-1])
+            if c == "\u00ad" and line.bases[k + 1] < line.bases[k] - 0.5 * line.styles[k].size]
+    return _pieces(line, cuts, rows=True) if cuts else [line]
+
+
+def _pieces(line: Line, cuts: list[int], rows: bool = False) -> list[Line]:
+    """``line`` cut before each index of ``cuts``, each piece without the spaces it begins
+    with (none of spaces alone); ``rows``: each piece on the baseline of its first character
+    (else the line's)."""
+    pieces = []
+    for a, b in zip([0, *cuts], [*cuts, len(line.text)]):
+        k = a + len(line.text[a:b]) - len(line.text[a:b].lstrip())
+        if line.text[k:b].strip():
+            pieces.append(Line(line.text[k:b], line.styles[k:b], line.starts[k:b],
+                               line.ends[k:b], line.owners[k:b], line.origins[k:b],
+                               line.links[k:b], line.starts[k], max(line.ends[k:b]),
+                               line.bases[k] if rows else line.baseline, 0.0,
+                               {o for o in line.owners[k:b] if o}, line.plain,
+                               line.bases[k:b], line.leftward))
+    return pieces
 
 
 def _ruled(lines: list[Line], page, raw, top_level: set[int]) -> None:
@@ -221,16 +248,20 @@ def _link_areas(page, raw) -> list[tuple[int, float, float, float, float]]:
     return areas
 
 
-def _parts(line: Line, wide: bool = True) -> list[Line]:
+def _parts(line: Line, wide: bool = True, around: list[Line] | None = None) -> list[Line]:
     """A line cut where its text stands apart: before a dot leader (a table of contents'
     dots up to a page's number), at a gap between words wider than two of its ems (columns,
     the cells of a table drawn without lines, a tab), and then in each part at a gap wider
-    than one em and four times the part's usual space (``wide``: the first pass)."""
+    than one em and four times the part's usual space (``wide``: the first pass); not where
+    the line is justified, its spaces stretched alike with the lines ``around`` it (the
+    lines just above and below) running across them."""
     size = statistics.median(s.size for s in line.styles) if line.styles else 0.0
+    around = around or []
     if right_to_left_letters(line.text):
         from .reading import parts_seen
         parts = parts_seen(line, size, wide)
-        return [piece for part in parts for piece in _parts(part, False)] if wide else parts
+        return [piece for part in parts for piece in _parts(part, False, around)] \
+            if wide else parts
     solid = [k for k, c in enumerate(line.text) if not c.isspace()]
     gaps = {b: line.starts[b] - line.ends[a] for a, b in zip(solid, solid[1:])}
     if wide:
@@ -240,17 +271,44 @@ def _parts(line: Line, wide: bool = True) -> list[Line]:
         words = sorted(gap for gap in gaps.values() if gap > 0.1 * size)  # between words
         usual = words[len(words) // 2] if words else size
         cuts = {b for b, gap in gaps.items() if gap > size and gap > 4 * usual}
-    parts = []
-    for a, b in zip([0, *sorted(cuts)], [*sorted(cuts), len(line.text)]):
-        k = a + len(line.text[a:b]) - len(line.text[a:b].lstrip())
-        if line.text[k:b].strip():
-            parts.append(Line(line.text[k:b], line.styles[k:b], line.starts[k:b],
-                               line.ends[k:b], line.owners[k:b], line.origins[k:b],
-                               line.links[k:b], line.starts[k], max(line.ends[k:b]),
-                               line.baseline, 0.0,
-                               {o for o in line.owners[k:b] if o}, line.plain,
-                               line.bases[k:b], line.leftward))
-    return [piece for part in parts for piece in _parts(part, False)] if wide else parts
+    cuts -= _stretched(line, solid, around)
+    parts = _pieces(line, sorted(cuts))
+    return [piece for part in parts for piece in _parts(part, False, around)] if wide \
+        else parts
+
+
+# how much wider than a justified line's narrowest space its widest may be: TeX stretches the
+# space after a sentence's full stop three times as much as the others
+_STRETCH = 3.0
+
+
+def _stretched(line: Line, solid: list[int], around: list[Line]) -> set[int]:
+    """The spaces of a justified line (each as the index of the character after it), which
+    its typesetter stretched alike to fill the measure: two or more, none more than
+    ``_STRETCH`` times as wide as the narrowest, every one with text of a line ``around``
+    across it; not in a listing. A table's cells and a page's columns stand apart on the
+    lines above and below too."""
+    spaces = {b: (line.ends[a], line.starts[b]) for a, b in zip(solid, solid[1:]) if b > a + 1}
+    if len(spaces) < 2 or listing(line):
+        return set()
+    narrowest = max(min(end - start for start, end in spaces.values()), 0.0)
+    inked = [(left, right) for other in around
+             for left, right, c in zip(other.starts, other.ends, other.text) if not c.isspace()]
+    if all(end - start <= _STRETCH * narrowest
+           and any(left < end and right > start for left, right in inked)
+           for start, end in spaces.values()):
+        return set(spaces)
+    return set()
+
+
+def _neighbours(line: Line, lines: list[Line]) -> list[Line]:
+    """The lines just above and below ``line``, of about its size, that end where it ends
+    (within half an em): a justified paragraph's lines around one of its own."""
+    size = statistics.median(s.size for s in line.styles) if line.styles else 0.0
+    return [other for other in lines
+            if 0.5 * size < abs(other.baseline - line.baseline) < 2 * size
+            and abs(other.right - line.right) < 0.5 * size and other.styles
+            and abs(statistics.median(s.size for s in other.styles) - size) < 0.2 * size]
 
 
 def listing(line: Line) -> bool:
