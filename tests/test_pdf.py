@@ -388,6 +388,26 @@ def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
     assert " ".join(words[:6]) + " ecma1) " + " ".join(words[6:]) in sent[0]
 
 
+def test_a_word_hyphenated_at_a_column_s_foot_leaves_the_next_column_s_top_apart():
+    """The word a hyphen breaks at the foot of a column goes on at the top of the next,
+    higher on the page: the two lines stay two, each where it stands."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    from aiayn.documents.pdf.glyphs import read_lines
+    words = SENTENCES[1].split()
+    page = "\n".join([text("R", 11, 72, 100 + 13 * k, " ".join(words)) for k in (2, 1)] + [
+        text("R", 11, 72, 100, " ".join(words[:4]) + " trans-"),
+        text("R", 11, 320, 700, "lation " + " ".join(words[4:])),
+        text("R", 11, 320, 687, " ".join(words))])
+    document = pdfium.PdfDocument(pdf_file([page]))
+    textpage = document[0].get_textpage()
+    lines = {line.text.strip(): (line.left, line.baseline)
+             for line in read_lines(textpage.raw, document[0], raw)}
+    assert lines[" ".join(words[:4]) + " trans\u00ad"] == (pytest.approx(72, abs=1), 100.0)
+    assert lines["lation " + " ".join(words[4:])] == (pytest.approx(320, abs=1), 700.0)
+
+
 class Greek:
     """A translator that answers in Greek letters, which the standard fonts lack."""
 

@@ -158,9 +158,10 @@ def read_lines(textpage, page, raw) -> list[Line]:
 
 def _rows(line: Line) -> list[Line]:
     """A line cut after each hyphen that breaks a word at its end: PDFium reads the word on
-    into the next line, with no line end between (the first row keeps the hyphen)."""
-    cuts = [k + 1 for k, c in enumerate(line.text[:-1])
-            if c == "\u00ad" and line.bases[k + 1] < line.bases[k] - 0.5 * line.styles[k].size]
+    into the next line, with no line end between (the first row keeps the hyphen); the next
+    line may be the top of the next column, higher on the page."""
+    cuts = [k + 1 for k, c in enumerate(line.text[:-1]) if c == "\u00ad"
+            and abs(line.bases[k + 1] - line.bases[k]) > 0.5 * line.styles[k].size]
     return _pieces(line, cuts, rows=True) if cuts else [line]
 
 
