@@ -307,7 +307,7 @@ def place(source: str, spans: list[Span], translation: str,
             if id(span) in written:
                 continue
             word = word_of_codes(span)
-            codes = [p for p in placed if word is not None and word_of_codes(p[0]) == word]
+            codes = [] if word is None else [p for p in placed if word_of_codes(p[0]) == word]
             if word is not None and len(codes) == kept_words[word]:
                 written |= {id(p[0]) for p in codes}
                 a, b = max(at, min(p[1] for p in codes)), max(at, max(p[2] for p in codes))
