@@ -350,6 +350,31 @@ def test_a_justified_line_s_wide_spaces_are_not_columns():
     assert lines.count("x_1") == 2 and lines.count("y_1") == 2
 
 
+def test_slanted_letters_are_italic_not_turned(toy_model, translator, tmp_path, capsys):
+    """A word processor slants a font that has no italic (LibreOffice by 15 degrees): the
+    line runs left to right, so it is read, as italic, and translated; a line turned a
+    quarter is left as it is."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    from aiayn.documents.pdf.glyphs import read_lines
+    page = "\n".join([text("R", 11, 0, 0, SENTENCES[9], "1 0 0.2679 1 72 700 Tm"),
+                       text("R", 11, 0, 0, SENTENCES[6], "0 1 -1 0 560 200 Tm")])
+    document = pdfium.PdfDocument(pdf_file([page]))
+    first = document[0]
+    textpage = first.get_textpage()
+    lines = read_lines(textpage.raw, first, raw)
+    slanted = next(line for line in lines if line.text.strip() == SENTENCES[9])
+    assert slanted.plain and all(style.italic for style in slanted.styles)
+    assert not next(line for line in lines if line.text.strip() == SENTENCES[6]).plain
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([page]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    assert "1 line(s) left as they are" in capsys.readouterr().err
+    assert dict(lines_of(out))[700] == translator.translate_markup([SENTENCES[9]])[0]
+    assert {c[1] for c in chars(out) if round(c[3]) == 700} == {"Times-Italic"}
+
+
 def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
     """PDFium reads a word broken by a hyphen on into the next line, with no line end
     between: the two lines are still two, one step apart, so the paragraph goes on over both

@@ -76,7 +76,7 @@ def read_lines(textpage, page, raw) -> list[Line]:
     box = [ctypes.c_double() for _ in range(4)]
     rgba = [ctypes.c_uint() for _ in range(4)]
     lines, line = [], Line()
-    fonts: dict[int, tuple[str, bool, bool, float]] = {}
+    fonts: dict[int, tuple[str, bool, bool, float, bool]] = {}
     matrix = raw.FS_MATRIX()
     for index in range(raw.FPDFText_CountChars(textpage)):
         code = raw.FPDFText_GetUnicode(textpage, index)
@@ -97,15 +97,21 @@ def read_lines(textpage, page, raw) -> list[Line]:
         address = ctypes.addressof(obj.contents) if obj else 0
         if obj:
             line.objects.add(address)
-            if address not in top_level or raw.FPDFText_GetCharAngle(textpage, index) or \
+            if address not in fonts:
+                raw.FPDFText_GetMatrix(textpage, index, matrix)
+                kind, bold, italic = _font_style(textpage, index, raw, name, flags)
+                # upright: its baseline runs left to right, however slanted its letters
+                # (a word processor slants a font that has no italic: PDFium's angle
+                # counts the slant as turning)
+                upright = matrix.a > 0 and abs(matrix.b) <= 0.01 * matrix.a
+                fonts[address] = (kind, bold, italic or abs(matrix.c) > 0.1 * abs(matrix.d),
+                                  abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5,
+                                  upright)
+            kind, bold, italic, scale, upright = fonts[address]
+            if address not in top_level or not upright or \
                     raw.FPDFTextObj_GetTextRenderMode(obj) == raw.FPDF_TEXTRENDERMODE_INVISIBLE \
                     or raw.FPDFText_HasUnicodeMapError(textpage, index) == 1:
                 line.plain = False  # (the last: a font that does not say what it draws)
-            if address not in fonts:
-                raw.FPDFText_GetMatrix(textpage, index, matrix)
-                fonts[address] = (*_font_style(textpage, index, raw, name, flags),
-                                  abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5)
-            kind, bold, italic, scale = fonts[address]
             raw.FPDFText_GetFillColor(textpage, index, *rgba)
             # the size on the page: the font's size, times what the drawing scales it by
             size = raw.FPDFText_GetFontSize(textpage, index) * scale
