@@ -406,11 +406,21 @@ def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
             return list(documents)
     pdf.translate_pdf(data, Job(Recorder()))
     assert " ".join(words[:6]) + " translation " + " ".join(words[6:]) in sent[0]
-    # what the next line begins with does not make it a list's item ("ECMA-" / "402) APIs")
+    # what the next line begins with does not make it a list's item ("ECMA-" / "402) APIs"),
+    # and the hyphen before a number is the word's own
     sent.clear()
     pdf.translate_pdf(pdf_file([page.replace("trans-", "ecma-").replace("(lation ", "(1\\) ")]),
                       Job(Recorder()))
-    assert " ".join(words[:6]) + " ecma1) " + " ".join(words[6:]) in sent[0]
+    assert " ".join(words[:6]) + " ecma-1) " + " ".join(words[6:]) in sent[0]
+    # a compound broken at its own hyphen keeps it where the document writes it so elsewhere
+    # (and not run together)
+    for elsewhere, joined in (("a well-known name", "well-known"),
+                              ("a well-known name, wellknown", "wellknown"),
+                              ("no such word", "wellknown")):
+        sent.clear()
+        pdf.translate_pdf(pdf_file([page.replace("trans-", "well-").replace(
+            "(lation ", "(known ") + "\n" + text("R", 11, 72, 600, elsewhere)]), Job(Recorder()))
+        assert " ".join(words[:6]) + f" {joined} " + " ".join(words[6:]) in sent[0]
 
 
 def test_a_word_hyphenated_at_a_column_s_foot_leaves_the_next_column_s_top_apart():

@@ -55,11 +55,14 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     # 1) each page's paragraphs, but those sharing a drawing command with text left alone
     found: list[tuple[Any, blocks.Paragraph, blocks.Plan]] = []
     signs: dict[int, list[blocks.Paragraph]] = {}  # by page: text without letters
+    read: list[tuple[list[blocks.Paragraph], set[int]]] = []
     for number, page in enumerate(pages, start=1):
         textpage = page.get_textpage()
-        paragraphs, kept = blocks.page_paragraphs(textpage, page, raw, job, number)
+        read.append(blocks.page_paragraphs(textpage, page, raw, job, number))
         textpage.close()
-        plans = {id(p): blocks.markup(p) for p in paragraphs}
+    words = blocks.vocabulary([p for paragraphs, _ in read for p in paragraphs])
+    for number, (page, (paragraphs, kept)) in enumerate(zip(pages, read), start=1):
+        plans = {id(p): blocks.markup(p, words) for p in paragraphs}
         signs[number] = [p for p in paragraphs if blocks.letterless(p)]
         kept = kept.union(*(blocks.objects(p) for p in paragraphs
                             if plans[id(p)] is None and not blocks.letterless(p)))

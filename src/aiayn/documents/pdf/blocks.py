@@ -237,9 +237,37 @@ def _continues(paragraph: Paragraph, line: Line, right: float,
     return right - last.right < word + 0.3 * size or last.text.rstrip().endswith("\u00ad")
 
 
-def markup(paragraph: Paragraph) -> Plan | None:
+def vocabulary(paragraphs: list[Paragraph]) -> set[str]:
+    """The words of a document's paragraphs, lowercased, without the marks around them: what
+    tells a compound broken at its own hyphen from a word a typesetter hyphenated."""
+    return {word.strip(_MARKS).lower() for paragraph in paragraphs for line in paragraph.lines
+            for word in line.text.split()}
+
+
+_MARKS = "\u00ad.,;:!?()[]{}\"'\u2018\u2019\u201c\u201d\u00ab\u00bb"
+
+
+def _hyphen_kept(before: str, after: str, words: set[str] | frozenset[str]) -> bool:
+    """Whether the hyphen that ends a line, between ``before`` and ``after`` (the next line),
+    is the word's own: a number or a sign follows (``ECMA-`` / ``402``), the word has hyphens
+    of its own before (``-mmacosx-version-`` / ``min``: TeX breaks such a word only at
+    them), a capital follows a small letter (``Jean-`` / ``Paul``), or the document writes
+    the word with its hyphen elsewhere and never without it; else a typesetter broke the
+    word there."""
+    head = (before.split() or [""])[-1].strip(_MARKS)
+    tail = (after.split() or [""])[0].strip(_MARKS)
+    if not tail[:1].isalpha() or "-" in head.strip("-"):
+        return True
+    own, whole = f"{head}-{tail}".lower(), f"{head}{tail}".lower()
+    if tail[0].isupper() and head[-1:].islower():
+        return whole not in words
+    return own in words and whole not in words
+
+
+def markup(paragraph: Paragraph, words: set[str] | frozenset[str] = frozenset()) -> Plan | None:
     """The paragraph as markup for the translator, its lines joined (a word hyphenated at a
-    line's end whole again): stretches in another style than most of its text are spans
+    line's end whole again, a compound broken at its hyphen keeping it: ``words``, the
+    document's, tell which): stretches in another style than most of its text are spans
     (monospaced ones code), and text under a link is a link. None for a listing (mostly
     monospaced) and for text without letters."""
     chars: list[tuple[str, Style, int]] = []
@@ -249,7 +277,11 @@ def markup(paragraph: Paragraph) -> Plan | None:
             skip = len(text) - len(text[len(paragraph.mark):].lstrip())
             text, styles, links = text[skip:], styles[skip:], links[skip:]
         if chars and chars[-1][0] == "\u00ad":
-            chars.pop()  # a word broken over two lines
+            if chars[-1][1].kind == "mono" or _hyphen_kept(  # (code is never hyphenated)
+                    "".join(c for c, _, _ in chars[-40:]), text, words):
+                chars[-1] = ("-", *chars[-1][1:])  # a compound broken at its own hyphen
+            else:
+                chars.pop()  # a word broken over two lines
         elif chars:
             chars.append((" ", chars[-1][1], -1))
         text = text.rstrip()
