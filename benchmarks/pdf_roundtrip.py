@@ -15,8 +15,10 @@ short vowels and other combining marks are left out, and a bracket is read as ei
 reader gives the glyph drawn, the mirror image); per file:
 
 - pages, and whether pypdf reads every page of the translation;
-- paragraphs: those aiayn sends to the model (its own reading), and how many of their
-  translations pypdf finds on their page, whole and in order (spaces aside);
+- paragraphs: those aiayn sends to the model (its own reading; a paragraph carried over
+  into the next column or onto the next page is one), and how many of their translations
+  pypdf finds, whole and in order (spaces aside; one carried onto the next page may have
+  that page's running head or number between its parts);
 - source left: of those paragraphs of three words or more, how many pypdf still finds on
   the translated page as they were;
 - lines left as they are (rotated, invisible, in a reused drawing or in a font that does
@@ -88,6 +90,15 @@ def read_logically(text: str) -> str:
                    if unicodedata.category(c) != "Mn")
     text = re.sub("[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]", "", text)
     return squeezed(text.translate(str.maketrans("()[]{}", "((((((")))
+
+
+def found(text: str, whole: str, pages: list[str]) -> bool:
+    """Whether a translation is read back whole and in order: in the text, or begun at a
+    page and ended on the next (a paragraph carried over: the next page's running head or
+    its number may be read between)."""
+    return text in whole or any(text[:k] in page and text[k:] in following
+                                for page, following in zip(pages, pages[1:])
+                                for k in range(1, len(text)))
 
 
 def rectangles(data: bytes) -> tuple[int, int]:
@@ -176,9 +187,9 @@ def main() -> None:
             strip = re.compile(r"<[^>]+>")
             words = [(strip.sub("", m), strip.sub("", o)) for m, o in zip(markups, outs)]
             read = squeezed if args.reader == "pypdf" else read_logically
-            back = sum(read(_unescape(o)) in whole for _, o in words)
+            back = sum(found(read(_unescape(o)), whole, after or []) for _, o in words)
             alone = [o for _, o in words if not re.search("[A-Za-z]", o)]
-            one_script[0] += sum(read(_unescape(o)) in whole for o in alone)
+            one_script[0] += sum(found(read(_unescape(o)), whole, after or []) for o in alone)
             one_script[1] += len(alone)
             left = sum(read(_unescape(m)) in whole for m, o in words
                        if len(m.split()) >= 3 and squeezed(m) != squeezed(o))

@@ -63,9 +63,10 @@ def text(font: str, size: float, x: float, y: float, words: str, extra: str = ""
 
 
 # the advance of each character, in thousandths of an em (Adobe's metrics of the fonts)
-TIMES = dict(zip("abcdefghijklmnopqrstuvwxyz -_1",
+TIMES = dict(zip("abcdefghijklmnopqrstuvwxyz -_1.",
                  [444, 500, 444, 500, 444, 333, 500, 500, 278, 278, 500, 278, 778, 500, 500,
-                  500, 500, 333, 389, 278, 500, 500, 722, 500, 500, 444, 250, 333, 500, 500]))
+                  500, 500, 333, 389, 278, 500, 500, 722, 500, 500, 444, 250, 333, 500, 500,
+                  250]))
 WIDTHS = {"R": TIMES, "B": {**TIMES, "k": 556, "p": 556}, "C": {c: 600 for c in TIMES}}
 
 
@@ -421,6 +422,111 @@ def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
         pdf.translate_pdf(pdf_file([page.replace("trans-", "well-").replace(
             "(lation ", "(known ") + "\n" + text("R", 11, 72, 600, elsewhere)]), Job(Recorder()))
         assert " ".join(words[:6]) + f" {joined} " + " ".join(words[6:]) in sent[0]
+
+
+def filled(words: list[str], x: float, right: float) -> tuple[list[tuple[str, str]], list[str]]:
+    """As many of ``words`` as fit from x to right in Times at 11 points: the line's runs
+    and the words left."""
+    k = 1
+    while k < len(words) and width([("R", " ".join(words[:k + 1]))], 11) < right - x:
+        k += 1
+    return [("R", " ".join(words[:k]))], words[k:]
+
+
+def carried_page(indent: float = 0.0, foot: str = "") -> tuple[str, str, str]:
+    """Two columns (72-290, 320-538): a paragraph of three justified lines at the first's
+    foot, going on at the top of the second (indented by ``indent``) and ending there; a
+    paragraph of its own below. ``foot`` ends the first column's last line. The page, and the
+    two paragraphs' texts as read."""
+    words = (" ".join(SENTENCES[1:7]) + " ").split() * 2
+    lines, left, texts = [], words, []
+    for k, y in enumerate((700, 687, 674)):
+        line, left = filled(left, 72 + 15 * (k == 0), 290)
+        if k == 2 and foot:
+            line, left = [("R", line[0][1] + foot)], left
+        lines.append(justified(line, 11, 72 + 15 * (k == 0), y, 290))
+        texts.append(line[0][1])
+    second, left = filled(left, 320 + indent, 538)
+    lines.append(justified(second, 11, 320 + indent, 700, 538))
+    end = " ".join(left[:3]) + "."
+    lines.append(text("R", 11, 320, 687, end))
+    lines.append(text("R", 11, 335, 650, SENTENCES[8]))
+    return "\n".join(lines), " ".join(texts + [second[0][1], end]), SENTENCES[8]
+
+
+def test_a_paragraph_carried_into_the_next_column_is_translated_whole(
+        toy_model, translator, tmp_path):
+    """A paragraph that a column's foot cut goes on at the top of the next column, not
+    indented: it is translated whole, and the translation shared out between the two places
+    (read in order). An indented line there, or a sentence's end at the foot, begins a
+    paragraph of its own."""
+    from aiayn.documents import Job, pdf
+    sent = []
+
+    class Recorder(Greek):
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            sent.extend(documents)
+            return list(documents)
+    page, whole, alone = carried_page()
+    pdf.translate_pdf(pdf_file([page]), Job(Recorder()))
+    assert sent == [whole, alone]
+    for other in (carried_page(indent=15), carried_page(foot=".")):
+        sent.clear()
+        pdf.translate_pdf(pdf_file([other[0]]), Job(Recorder()))
+        assert len(sent) == 3 and " ".join(sent[:2]) == other[1]
+    # translated: the whole paragraph's translation reads on from the first column's foot
+    # into the second's top
+    path = tmp_path / "in.pdf"
+    path.write_bytes(pdf_file([page]))
+    out = run(toy_model, path, tmp_path / "out.pdf")
+    from pypdf import PdfReader
+    read = re.sub(r"\s+", "", PdfReader(io.BytesIO(out)).pages[0].extract_text())
+    expected = translator.translate_markup([whole])[0]
+    assert re.sub(r"\s+", "", expected) in read
+    columns = {round(c[2]) < 300 for c in chars(out) if c[0].isalpha() and round(c[3]) > 660}
+    assert columns == {True, False}  # both places hold some of it
+
+
+def test_a_paragraph_carried_onto_the_next_page_is_translated_whole():
+    """The same across a page break: the last line of a page full, the next page's first
+    line not indented; a running head in the same size on every page between them."""
+    from aiayn.documents import Job, pdf
+    sent = []
+
+    class Recorder(Greek):
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            sent.extend(documents)
+            return list(documents)
+    words = (" ".join(SENTENCES[1:7]) + " ").split() * 2
+    first, left = filled(words, 72, 400)
+    second, left = filled(left, 72, 400)
+    pages = [justified(first, 11, 72, 100, 400) + "\n" + justified(second, 11, 72, 87, 400),
+             text("R", 11, 72, 700, " ".join(left[:4]) + "."), text("R", 11, 72, 700, "end.")]
+    pdf.translate_pdf(pdf_file(pages), Job(Recorder()))
+    assert sent == [" ".join([first[0][1], second[0][1], " ".join(left[:4]) + "."]), "end."]
+    head = text("R", 11, 72, 740, SENTENCES[9])
+    sent.clear()
+    pdf.translate_pdf(pdf_file([f"{head}\n{page}" for page in pages]), Job(Recorder()))
+    assert sent == [SENTENCES[9], " ".join([first[0][1], second[0][1], " ".join(left[:4]) +
+                                            "."]), SENTENCES[9], SENTENCES[9], "end."]
+
+
+def test_running_heads_and_feet_recur_a_page_s_first_line_does_not():
+    from aiayn.documents.pdf.blocks import Paragraph, furniture
+    from aiayn.documents.pdf.glyphs import Line
+
+    def page(top: str, first: str, foot: str) -> list[Paragraph]:
+        return [Paragraph([Line(text, baseline=y)]) for text, y in
+                ((top, 760.0), (first, 700.0), (first + " goes on", 687.0), (foot, 40.0))]
+    pages = [page("Chapter 2: Reading", f"Paragraph {n} begins", str(n)) for n in range(4)]
+    aside = furniture(pages)
+    assert aside == {id(p) for one in pages for p in (one[0], one[3])}
+    # a page's first line of text on the same baseline on every page is not a running head
+    pages = [page(f"Heading {c}", f"Paragraph {c} begins", "") for c in "abcd"]
+    assert furniture([one[1:3] for one in pages]) == set()
+    assert furniture(pages[:2]) == set()  # (two pages: no running heads told)
 
 
 def test_a_word_hyphenated_at_a_column_s_foot_leaves_the_next_column_s_top_apart():

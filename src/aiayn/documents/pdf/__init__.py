@@ -9,11 +9,13 @@ A line is first cut where its text stands apart (columns, a table's cells, a con
 dots). Lines belong to one paragraph where the second follows the first at one line's
 distance, in the same font size, starting where the first started (or where a first line's
 indent or list mark ends), and where the first line ended because the second's first word
-would not have fitted on it. A list mark (a bullet, "1.", "a)") stays where it was. A
-paragraph mostly in a monospaced font (a listing) is left as it is; so are rotated text,
-invisible text (a scanned page's recognised words, under its picture), text inside a reused
-drawing (a form XObject) and text in a font that does not say which letters it draws (they
-would be read as other letters), with everything sharing a drawing command with them.
+would not have fitted on it; a paragraph carried over into the next column or onto the next
+page is translated as one, its translation shared out between the two places. A list mark
+(a bullet, "1.", "a)") stays where it was. A paragraph mostly in a monospaced font (a
+listing) is left as it is; so are rotated text, invisible text (a scanned page's recognised
+words, under its picture), text inside a reused drawing (a form XObject) and text in a font
+that does not say which letters it draws (they would be read as other letters), with
+everything sharing a drawing command with them.
 Numbers and signs (page numbers, a leader's dots) sharing one with translated text are drawn
 again where they were.
 
@@ -30,11 +32,13 @@ is left as it was.
 from __future__ import annotations
 
 import ctypes
+import re
 from typing import Any
 
 from ...errors import UserError, require
 from .. import Job, stretches
 from . import blocks, marks, setting
+from .glyphs import Style
 
 
 def translate_pdf(data: bytes, job: Job) -> bytes:
@@ -60,7 +64,11 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         textpage = page.get_textpage()
         read.append(blocks.page_paragraphs(textpage, page, raw, job, number))
         textpage.close()
+    numbers = {id(page): k for k, page in enumerate(pages)}
     words = blocks.vocabulary([p for paragraphs, _ in read for p in paragraphs])
+    aside = blocks.furniture([paragraphs for paragraphs, _ in read])
+    for paragraphs, _ in read:
+        blocks.place_in_columns(paragraphs, aside)
     for number, (page, (paragraphs, kept)) in enumerate(zip(pages, read), start=1):
         plans = {id(p): blocks.markup(p, words) for p in paragraphs}
         signs[number] = [p for p in paragraphs if blocks.letterless(p)]
@@ -71,14 +79,26 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     if not found:
         job.warn("the PDF has no text that can be translated: no page holds lines of visible, "
                  "upright text (a scanned page is a picture)")
-    # 2) all of them translated at once
-    translated = job.markup([plan.markup for _, _, plan in found]) if found else []
+    # 2) all of them translated at once, a paragraph carried over into the next column or
+    # onto the next page as one, its translation shared out between its parts
+    groups = _carried([(numbers[id(page)], p, plan) for page, p, plan in found], aside)
+    joined = [_joined([found[k][2] for k in group]) for group in groups]
+    translated = job.markup([markup for markup, _, _ in joined]) if found else []
+    pieces_of: dict[int, list[tuple[str, int | None]]] = {}
+    for group, (_, styles, links), whole in zip(groups, joined, translated):
+        lengths = [len(_plain(found[k][2].markup)) for k in group]
+        parts = _shared_out(stretches(whole), [n / max(1, sum(lengths)) for n in lengths])
+        for k, part, linked_spans in zip(group, parts, links):
+            pieces_of[k] = part
+            if len(group) > 1:
+                on, paragraph, plan = found[k]
+                found[k] = (on, paragraph, blocks.Plan(plan.markup, styles, linked_spans))
     # 3) each page's text taken off and its translation set, links moved
     writer = setting.Writer(document, raw, job.target_right_to_left)
     drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
     for number, page in enumerate(pages, start=1):
-        mine = [(paragraph, stretches(out), plan)
-                for (on, paragraph, plan), out in zip(found, translated) if on is page]
+        mine = [(paragraph, pieces_of[k], plan)
+                for k, (on, paragraph, plan) in enumerate(found) if on is page]
         # a list mark read apart from its item goes with it where the item is set right to
         # left, to its right
         detached = {id(p): mark for p, pieces, _ in mine if writer.right_to_left_set(pieces)
@@ -133,6 +153,83 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         original.close()
     document.close()
     return out
+
+
+def _carried(found: list[tuple[int, blocks.Paragraph, blocks.Plan]],
+             aside: set[int]) -> list[list[int]]:
+    """The paragraphs to translate (page number, paragraph, plan; in reading order) as
+    groups of their indexes: each a paragraph alone, or one carried over into the next
+    column or onto the next page (``blocks.carried_over``), in its parts. Running heads and
+    feet (``aside``) may come between two parts."""
+    groups: list[list[int]] = []
+    body: list[int] | None = None  # the group of the last paragraph not a running head
+    for k, (number, paragraph, plan) in enumerate(found):
+        if id(paragraph) in aside:
+            groups.append([k])
+            continue
+        if body is not None:
+            on, before, had = found[body[-1]]
+            if number - on in (0, 1) and _alike(had.styles[0], plan.styles[0]) and \
+                    blocks.carried_over(before, paragraph, number > on):
+                body.append(k)
+                continue
+        groups.append([k])
+        body = groups[-1]
+    return groups
+
+
+def _alike(one: Style, other: Style) -> bool:
+    """Whether two paragraphs' own formats are one: kind, weight, slant, colour and size."""
+    return (one.kind, one.bold, one.italic, one.color) == \
+        (other.kind, other.bold, other.italic, other.color) and \
+        abs(one.size - other.size) <= 0.05 * one.size
+
+
+def _joined(plans: list[blocks.Plan]) -> tuple[str, list[Style], list[dict[int, int]]]:
+    """The plans of one paragraph's parts as one: their markups joined, the spans of each
+    numbered on after the ones before (the first part's own format stands for all), and each
+    part's links by those numbers."""
+    markups, styles, links = [], [plans[0].styles[0]], []
+    for plan in plans:
+        offset = len(styles) - 1
+        markups.append(re.sub(r'data-([rh])="(\d+)"',
+                              lambda m: f'data-{m[1]}="{int(m[2]) + offset}"', plan.markup))
+        styles += plan.styles[1:]
+        links.append({number + offset: link for number, link in plan.links.items()})
+    return " ".join(markups), styles, links
+
+
+def _plain(markup: str) -> str:
+    return "".join(text for text, _ in stretches(markup))
+
+
+def _shared_out(pieces: list[tuple[str, int | None]],
+                shares: list[float]) -> list[list[tuple[str, int | None]]]:
+    """A translation's pieces (``stretches``) cut into one part for each share (of the
+    source's characters): each cut at the space nearest its share of the translation's
+    characters; a part's first piece without the space it would begin with."""
+    text = "".join(t for t, _ in pieces)
+    spaces = [k for k, c in enumerate(text) if c.isspace()]
+    cuts: list[int] = []
+    done = 0.0
+    for share in shares[:-1]:
+        done += share
+        nearest = min(spaces, key=lambda k: abs(k - done * len(text))) if spaces else len(text)
+        cuts.append(max([nearest, *cuts[-1:]]))
+    bounds = [0, *cuts, len(text) + 1]
+    parts: list[list[tuple[str, int | None]]] = [[] for _ in shares]
+    at = 0
+    for piece, number in pieces:
+        for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            if piece == "" and a <= at < b:
+                parts[k].append((piece, number))
+            elif at < b and at + len(piece) > a:
+                parts[k].append((piece[max(a - at, 0):b - at], number))
+        at += len(piece)
+    for part in parts[1:]:
+        if part:
+            part[0] = (part[0][0].lstrip(), part[0][1])
+    return parts
 
 
 def _relabel(document, raw, job: Job) -> None:

@@ -28,6 +28,9 @@ class Paragraph:
     floor: float = 0.0  # how low its text may reach: the top of the next text below it
     align: str = "left"  # "right" or "center" for a line set so (a running head, a title)
     leftward: bool = False  # written right to left: its lines end at its column's right edge
+    foot: bool = False  # nothing of its size below it in its column: it ends the column
+    head: bool = False  # nothing of its size above it in its column: it begins the column
+    indent: float = 0.0  # how far right of its column's left edge its first line begins
 
     @property
     def size(self) -> float:
@@ -91,6 +94,80 @@ def page_paragraphs(textpage, page, raw, job: Job,
     for paragraph in paragraphs:
         _measure(paragraph, lines, leading, page.get_mediabox())
     return paragraphs, {o for line in lines if not line.plain for o in line.objects}
+
+
+def furniture(pages: list[list[Paragraph]]) -> set[int]:
+    """The running heads and feet of a document of three pages or more (ids of their
+    paragraphs): lines alone at the top or the foot of a page, on a baseline that is the
+    top's (the foot's) on at least three pages and a third of them, whose words recur so on
+    another page or that have no letters (a page's number). A page's first line of text
+    lies on the same baseline on every page; its words are its own."""
+    if len(pages) < 3:
+        return set()
+    found: set[int] = set()
+    for pick in (max, min):
+        ends = [pick(p.lines[0].baseline for p in paragraphs) if paragraphs else None
+                for paragraphs in pages]
+        candidates = []  # (page, paragraph, its words) on a recurring top or foot baseline
+        for number, (paragraphs, end) in enumerate(zip(pages, ends)):
+            if end is not None and sum(other is not None and abs(other - end) <= 1.0
+                                       for other in ends) >= max(3, len(pages) / 3):
+                candidates += [(number, p, re.sub(r"[^a-z]+", " ", p.lines[0].text.lower())
+                                .strip()) for p in paragraphs
+                               if len(p.lines) == 1 and abs(p.lines[0].baseline - end) <= 1.0]
+        found.update(id(p) for number, p, words in candidates if not words or any(
+            other != number and words == same for other, _, same in candidates))
+    return found
+
+
+def place_in_columns(paragraphs: list[Paragraph], aside: set[int]) -> None:
+    """For each of a page's paragraphs, whether it ends its column (no text with letters in
+    its size, or larger, below it across its width, and nothing at all in the next two
+    lines' room: a page's number or a smaller footnote further down does not count) or
+    begins it (no text with letters above it across its width); running heads and feet,
+    ``aside``, do not count. And how far its first line is indented from the column's left
+    edge."""
+    lines = [line for p in paragraphs if id(p) not in aside for line in p.lines]
+    for paragraph in paragraphs:
+        first, last, size = paragraph.lines[0], paragraph.lines[-1], paragraph.size
+        left = min(line.left for line in paragraph.lines)
+        across = [line for line in lines if line.left < paragraph.right and line.right > left]
+        lettered = [line for line in across if any(c.isalpha() for c in line.text)]
+        paragraph.foot = not any(
+            last.baseline - 0.5 * size > line.baseline and
+            (line.size >= 0.95 * size and line in lettered or
+             line.baseline > last.baseline - 2 * paragraph.step) for line in across)
+        paragraph.head = not any(line.baseline > first.baseline + 0.5 * size
+                                 for line in lettered)
+        # (its column: the lines in its size under or over its first line, ten ems up or
+        # down; a figure's caption set in the middle of the column is indented so)
+        edge = min([first.left] + [line.left for line in lines
+                                   if abs(line.size - size) <= 0.05 * size and
+                                   line.left < first.right and line.right > first.left and
+                                   abs(line.baseline - first.baseline) <= 10 * size])
+        paragraph.indent = first.left - edge
+
+
+def carried_over(before: Paragraph, after: Paragraph, next_page: bool) -> bool:
+    """Whether ``after``, beginning a column to the right or on the next page, goes on with
+    ``before``, which ended the column before it: a typesetter's line breaking carried the
+    sentence over. Both in one size, left to right; ``before`` not ending a sentence, its last
+    line ending where ``after``'s first word would not have fitted before its column's edge
+    (or at a hyphen that broke a word); ``after`` neither indented nor a list's item."""
+    last, first, size = before.lines[-1], after.lines[0], before.size
+    if before.leftward or after.leftward or not (before.foot and after.head) or \
+            before.align != "left" or after.align != "left" or after.mark or \
+            abs(after.size - size) > 0.05 * size or after.indent > 0.6 * size or \
+            not (next_page or first.left > before.right - 0.5 * size):
+        return False
+    text = last.text.rstrip()
+    if text.endswith("\u00ad"):
+        return True
+    if re.search(r"[.!?:;][\"')\]\u2019\u201d\u00bb]*$", text):
+        return False
+    space = next((k for k, c in enumerate(first.text) if c.isspace()), None)
+    word = (first.starts[space] if space is not None else first.right) - first.left
+    return before.right - last.right < word + 0.3 * size
 
 
 def _measure(paragraph: Paragraph, lines: list[Line], leading: dict[float, float],
