@@ -147,6 +147,21 @@ def lines_of(data: bytes) -> list[tuple[float, str]]:
             for y, parts in sorted(found.items(), reverse=True)]
 
 
+def sent_for(data: bytes) -> list[str]:
+    """What translating a PDF sends the translator, each paragraph's markup (the translator
+    answers with it as it is)."""
+    from aiayn.documents import Job, pdf
+    sent: list[str] = []
+
+    class Recorder(Greek):
+        def translate_markup(self, documents, fmt, options=None, glossary=None,
+                             fragments=False):
+            sent.extend(documents)
+            return list(documents)
+    pdf.translate_pdf(data, Job(Recorder()))
+    return sent
+
+
 def test_a_paragraph_over_lines_is_translated_whole_and_set_in_its_place(
         toy_model, translator, tmp_path, capsys):
     path = tmp_path / "in.pdf"
@@ -383,7 +398,6 @@ def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
-    from aiayn.documents import Job, pdf
     from aiayn.documents.pdf.glyphs import read_lines
     words = SENTENCES[1].split() + SENTENCES[2].split()
     right = 72 + width([("R", " ".join(words[:6]) + " trans-")], 11)
@@ -398,29 +412,18 @@ def test_a_word_hyphenated_at_a_line_s_end_joins_its_lines_into_one_paragraph():
     lines = read_lines(textpage.raw, document[0], raw)
     assert [(line.text.strip(), line.baseline) for line in lines[:2]] == [
         (" ".join(words[:6]) + " trans\u00ad", 700.0), ("lation " + " ".join(words[6:]), 687.0)]
-    sent = []
-
-    class Recorder(Greek):
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            sent.extend(documents)
-            return list(documents)
-    pdf.translate_pdf(data, Job(Recorder()))
-    assert " ".join(words[:6]) + " translation " + " ".join(words[6:]) in sent[0]
+    assert " ".join(words[:6]) + " translation " + " ".join(words[6:]) in sent_for(data)[0]
     # what the next line begins with does not make it a list's item ("ECMA-" / "402) APIs"),
     # and the hyphen before a number is the word's own
-    sent.clear()
-    pdf.translate_pdf(pdf_file([page.replace("trans-", "ecma-").replace("(lation ", "(1\\) ")]),
-                      Job(Recorder()))
+    sent = sent_for(pdf_file([page.replace("trans-", "ecma-").replace("(lation ", "(1\\) ")]))
     assert " ".join(words[:6]) + " ecma-1) " + " ".join(words[6:]) in sent[0]
     # a compound broken at its own hyphen keeps it where the document writes it so elsewhere
     # (and not run together)
     for elsewhere, joined in (("a well-known name", "well-known"),
                               ("a well-known name, wellknown", "wellknown"),
                               ("no such word", "wellknown")):
-        sent.clear()
-        pdf.translate_pdf(pdf_file([page.replace("trans-", "well-").replace(
-            "(lation ", "(known ") + "\n" + text("R", 11, 72, 600, elsewhere)]), Job(Recorder()))
+        sent = sent_for(pdf_file([page.replace("trans-", "well-").replace(
+            "(lation ", "(known ") + "\n" + text("R", 11, 72, 600, elsewhere)]))
         assert " ".join(words[:6]) + f" {joined} " + " ".join(words[6:]) in sent[0]
 
 
@@ -460,20 +463,10 @@ def test_a_paragraph_carried_into_the_next_column_is_translated_whole(
     indented: it is translated whole, and the translation shared out between the two places
     (read in order). An indented line there, or a sentence's end at the foot, begins a
     paragraph of its own."""
-    from aiayn.documents import Job, pdf
-    sent = []
-
-    class Recorder(Greek):
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            sent.extend(documents)
-            return list(documents)
     page, whole, alone = carried_page()
-    pdf.translate_pdf(pdf_file([page]), Job(Recorder()))
-    assert sent == [whole, alone]
+    assert sent_for(pdf_file([page])) == [whole, alone]
     for other in (carried_page(indent=15), carried_page(foot=".")):
-        sent.clear()
-        pdf.translate_pdf(pdf_file([other[0]]), Job(Recorder()))
+        sent = sent_for(pdf_file([other[0]]))
         assert len(sent) == 3 and " ".join(sent[:2]) == other[1]
     # translated: the whole paragraph's translation reads on from the first column's foot
     # into the second's top
@@ -491,26 +484,16 @@ def test_a_paragraph_carried_into_the_next_column_is_translated_whole(
 def test_a_paragraph_carried_onto_the_next_page_is_translated_whole():
     """The same across a page break: the last line of a page full, the next page's first
     line not indented; a running head in the same size on every page between them."""
-    from aiayn.documents import Job, pdf
-    sent = []
-
-    class Recorder(Greek):
-        def translate_markup(self, documents, fmt, options=None, glossary=None,
-                             fragments=False):
-            sent.extend(documents)
-            return list(documents)
     words = (" ".join(SENTENCES[1:7]) + " ").split() * 2
     first, left = filled(words, 72, 400)
     second, left = filled(left, 72, 400)
     pages = [justified(first, 11, 72, 100, 400) + "\n" + justified(second, 11, 72, 87, 400),
              text("R", 11, 72, 700, " ".join(left[:4]) + "."), text("R", 11, 72, 700, "end.")]
-    pdf.translate_pdf(pdf_file(pages), Job(Recorder()))
-    assert sent == [" ".join([first[0][1], second[0][1], " ".join(left[:4]) + "."]), "end."]
+    whole = " ".join([first[0][1], second[0][1], " ".join(left[:4]) + "."])
+    assert sent_for(pdf_file(pages)) == [whole, "end."]
     head = text("R", 11, 72, 740, SENTENCES[9])
-    sent.clear()
-    pdf.translate_pdf(pdf_file([f"{head}\n{page}" for page in pages]), Job(Recorder()))
-    assert sent == [SENTENCES[9], " ".join([first[0][1], second[0][1], " ".join(left[:4]) +
-                                            "."]), SENTENCES[9], SENTENCES[9], "end."]
+    assert sent_for(pdf_file([f"{head}\n{page}" for page in pages])) == [
+        SENTENCES[9], whole, SENTENCES[9], SENTENCES[9], "end."]
 
 
 def test_running_heads_and_feet_recur_a_page_s_first_line_does_not():
