@@ -481,6 +481,21 @@ def test_a_paragraph_carried_into_the_next_column_is_translated_whole(
     assert columns == {True, False}  # both places hold some of it
 
 
+def test_a_joined_translation_is_shared_out_at_spaces_its_spans_numbered_on():
+    from aiayn.documents.pdf import _joined, _shared_out
+    from aiayn.documents.pdf.blocks import Plan
+    markup, styles, links = _joined([Plan('a <span data-r="1">b</span>', ["own", "bold"], {}),
+                                     Plan('c <a data-h="1">d</a>', ["own too", "link"], {1: 4})])
+    assert markup == 'a <span data-r="1">b</span> c <a data-h="2">d</a>'
+    assert styles == ["own", "bold", "link"] and links == [{}, {2: 4}]
+    pieces = [("eins ", None), ("zwei drei", 1), (" vier", None), ("", 2), (" fünf", 2)]
+    assert _shared_out(pieces, [0.5, 0.5]) == [
+        [("eins ", None), ("zwei drei", 1)], [("vier", None), ("", 2), (" fünf", 2)]]
+    # a span cut in two goes on in the next part; a word alone leaves the next part empty
+    assert _shared_out([("eins zwei", 1)], [0.5, 0.5]) == [[("eins", 1)], [("zwei", 1)]]
+    assert _shared_out([("eins", None)], [0.5, 0.5]) == [[("eins", None)], []]
+
+
 def test_a_paragraph_carried_onto_the_next_page_is_translated_whole():
     """The same across a page break: the last line of a page full, the next page's first
     line not indented; a running head in the same size on every page between them."""
