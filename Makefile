@@ -28,7 +28,7 @@ TEST_WORKERS ?= 2
 test: install
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
 	ATEN_CPU_CAPABILITY=avx2 $(PY) -m pytest -q $(NUMERICS)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERICS)
 
