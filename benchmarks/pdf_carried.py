@@ -39,21 +39,15 @@ def main() -> None:
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
-    from aiayn.documents.pdf import _carried, blocks
+    from aiayn.documents.pdf import _carried, blocks, read_pages
     cut: list[tuple[str, str]] = []  # (first part, second part) of each join
     for path in args.files:
         document = pdfium.PdfDocument(path)
-        pages = []
-        for number in range(len(document)):
-            page = document[number]
-            textpage = page.get_textpage()
-            pages.append(blocks.page_paragraphs(textpage, page, raw, Quiet(), number + 1)[0])
-            textpage.close()
-        aside = blocks.furniture(pages)
-        for paragraphs in pages:
-            blocks.place_in_columns(paragraphs, aside)
-        found = [(number, paragraph, plan) for number, paragraphs in enumerate(pages)
-                 for paragraph in paragraphs if (plan := blocks.markup(paragraph)) is not None]
+        pages, aside, words = read_pages([document[k] for k in range(len(document))], raw,
+                                         Quiet())  # (the warnings unsaid)
+        found = [(number, paragraph, plan) for number, (paragraphs, _) in enumerate(pages)
+                 for paragraph in paragraphs
+                 if (plan := blocks.markup(paragraph, words)) is not None]
         groups = _carried(found, aside)
         print(f"{path}: {len(document)} pages, {len(found)} paragraphs, {len(groups)} units, "
               f"{len(aside)} running heads and feet")

@@ -59,16 +59,8 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     # 1) each page's paragraphs, but those sharing a drawing command with text left alone
     found: list[tuple[Any, blocks.Paragraph, blocks.Plan]] = []
     signs: dict[int, list[blocks.Paragraph]] = {}  # by page: text without letters
-    read: list[tuple[list[blocks.Paragraph], set[int]]] = []
-    for number, page in enumerate(pages, start=1):
-        textpage = page.get_textpage()
-        read.append(blocks.page_paragraphs(textpage, page, raw, job, number))
-        textpage.close()
+    read, aside, words = read_pages(pages, raw, job)
     numbers = {id(page): k for k, page in enumerate(pages)}
-    words = blocks.vocabulary([p for paragraphs, _ in read for p in paragraphs])
-    aside = blocks.furniture([paragraphs for paragraphs, _ in read])
-    for paragraphs, _ in read:
-        blocks.place_in_columns(paragraphs, aside)
     for number, (page, (paragraphs, kept)) in enumerate(zip(pages, read), start=1):
         plans = {id(p): blocks.markup(p, words) for p in paragraphs}
         signs[number] = [p for p in paragraphs if blocks.letterless(p)]
@@ -86,13 +78,15 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
     translated = job.markup([markup for markup, _, _ in joined]) if found else []
     pieces_of: dict[int, list[tuple[str, int | None]]] = {}
     for group, (_, styles, links), whole in zip(groups, joined, translated):
+        if len(group) == 1:
+            pieces_of[group[0]] = stretches(whole)
+            continue
         lengths = [len(_plain(found[k][2].markup)) for k in group]
         parts = _shared_out(stretches(whole), [n / max(1, sum(lengths)) for n in lengths])
         for k, part, linked_spans in zip(group, parts, links):
             pieces_of[k] = part
-            if len(group) > 1:
-                on, paragraph, plan = found[k]
-                found[k] = (on, paragraph, blocks.Plan(plan.markup, styles, linked_spans))
+            on, paragraph, plan = found[k]
+            found[k] = (on, paragraph, blocks.Plan(plan.markup, styles, linked_spans))
     # 3) each page's text taken off and its translation set, links moved
     writer = setting.Writer(document, raw, job.target_right_to_left)
     drawn: dict[int, Any] = {}  # by page index: the changed page as PDFium draws it
@@ -153,6 +147,22 @@ def translate_pdf(data: bytes, job: Job) -> bytes:
         original.close()
     document.close()
     return out
+
+
+def read_pages(pages: list, raw, job: Job) -> tuple[
+        list[tuple[list[blocks.Paragraph], set[int]]], set[int], set[str]]:
+    """Each page's paragraphs (``blocks.page_paragraphs``: with the text objects of its lines
+    left as they are), each placed in its column; the ids of the running heads and feet; the
+    document's words (``blocks.vocabulary``)."""
+    read = []
+    for number, page in enumerate(pages, start=1):
+        textpage = page.get_textpage()
+        read.append(blocks.page_paragraphs(textpage, page, raw, job, number))
+        textpage.close()
+    aside = blocks.furniture([paragraphs for paragraphs, _ in read])
+    for paragraphs, _ in read:
+        blocks.place_in_columns(paragraphs, aside)
+    return read, aside, blocks.vocabulary([p for paragraphs, _ in read for p in paragraphs])
 
 
 def _carried(found: list[tuple[int, blocks.Paragraph, blocks.Plan]],

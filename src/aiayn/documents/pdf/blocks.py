@@ -115,8 +115,11 @@ def furniture(pages: list[list[Paragraph]]) -> set[int]:
                 candidates += [(number, p, re.sub(r"[^a-z]+", " ", p.lines[0].text.lower())
                                 .strip()) for p in paragraphs
                                if len(p.lines) == 1 and abs(p.lines[0].baseline - end) <= 1.0]
-        found.update(id(p) for number, p, words in candidates if not words or any(
-            other != number and words == same for other, _, same in candidates))
+        pages_of: dict[str, set[int]] = {}
+        for number, _, words in candidates:
+            pages_of.setdefault(words, set()).add(number)
+        found.update(id(p) for _, p, words in candidates
+                     if not words or len(pages_of[words]) > 1)
     return found
 
 
@@ -128,17 +131,17 @@ def place_in_columns(paragraphs: list[Paragraph], aside: set[int]) -> None:
     ``aside``, do not count. And how far its first line is indented from the column's left
     edge."""
     lines = [line for p in paragraphs if id(p) not in aside for line in p.lines]
+    lettered = {id(line) for line in lines if any(c.isalpha() for c in line.text)}
     for paragraph in paragraphs:
         first, last, size = paragraph.lines[0], paragraph.lines[-1], paragraph.size
         left = min(line.left for line in paragraph.lines)
         across = [line for line in lines if line.left < paragraph.right and line.right > left]
-        lettered = [line for line in across if any(c.isalpha() for c in line.text)]
         paragraph.foot = not any(
             last.baseline - 0.5 * size > line.baseline and
-            (line.size >= 0.95 * size and line in lettered or
+            (line.size >= 0.95 * size and id(line) in lettered or
              line.baseline > last.baseline - 2 * paragraph.step) for line in across)
         paragraph.head = not any(line.baseline > first.baseline + 0.5 * size
-                                 for line in lettered)
+                                 for line in across if id(line) in lettered)
         # (its column: the lines in its size under or over its first line, ten ems up or
         # down; a figure's caption set in the middle of the column is indented so)
         edge = min([first.left] + [line.left for line in lines
