@@ -100,16 +100,20 @@ def train_worker(data: str, size: str, precision: str, max_tokens: int,
     cfg = TrainConfig(preset=size, precision=precision, max_tokens=max_tokens)
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset(size, vocab_size=8000)).train()
-    try:  # the CPU's layers, as `aiayn train` swaps them in (older checkouts: attention only,
-        # or built in)
-        from aiayn.runtime.cpu import cpu_layers as swap
+    try:  # the CPU's layers, as `aiayn train` swaps them in (older checkouts: by precision,
+        # for every precision, attention only, or built in)
+        from aiayn.train.setup import cpu_training_layers
+        cpu_training_layers(model, torch.device("cpu"), cfg)
     except ImportError:
         try:
-            from aiayn.runtime.cpu import cpu_attention as swap
+            from aiayn.runtime.cpu import cpu_layers as swap
         except ImportError:
-            swap = None
-    if swap is not None:
-        swap(model)
+            try:
+                from aiayn.runtime.cpu import cpu_attention as swap
+            except ImportError:
+                swap = None
+        if swap is not None:
+            swap(model)
     # the same Adam for both checkouts: fused, as `aiayn train` builds it on the CPU
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                                  fused=True)

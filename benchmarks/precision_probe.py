@@ -1,5 +1,6 @@
 """What `aiayn train --precision auto` sees on this CPU: its choice, and the matrix-product
-rates behind it at a few training shapes, float32 against bf16.
+rates behind it at a few training shapes, float32 (through PyTorch's ``F.linear`` and through
+oneDNN, whichever float32 training takes: ``hardware.onednn_float32``) against bf16.
 
 Run it under narrower instruction sets to see the choice on other CPU kinds, e.g.
 ``ONEDNN_MAX_CPU_ISA=AVX2`` (no native bf16) or ``ONEDNN_MAX_CPU_ISA=AVX512_CORE``
@@ -15,7 +16,13 @@ import time
 
 import torch
 
-from aiayn.runtime.hardware import choose_precision, product_rate
+from aiayn.runtime.cpu import onednn_available
+from aiayn.runtime.hardware import (
+    choose_precision,
+    float32_rates,
+    onednn_float32,
+    product_rate,
+)
 from aiayn.runtime.threads import use_available_cores
 
 SHAPES = [(4096, 512, 512), (4096, 512, 2048), (4096, 2048, 512), (4096, 512, 8000)]
@@ -31,11 +38,18 @@ def main() -> None:
     start = time.perf_counter()
     choice = choose_precision(torch.device("cpu"))
     print(f"{choice.describe()}  [{time.perf_counter() - start:.2f} s]")
-    print("| rows x in x out | float32 GFLOP/s | bf16 GFLOP/s |\n|---|---:|---:|")
+    plain, onednn = float32_rates()
+    print(f"float32 training's products: {'oneDNN' if onednn_float32() else 'F.linear'} "
+          f"(oneDNN {onednn:.0f} GFLOP/s, F.linear {plain:.0f})")
+    print("| rows x in x out | float32 GFLOP/s (F.linear) | float32 (oneDNN) | bf16 GFLOP/s |\n"
+          "|---|---:|---:|---:|")
     for shape in SHAPES:
-        rates = [product_rate(dtype, shape, seconds=0.4) for dtype in (torch.float32,
-                                                                      torch.bfloat16)]
-        print(f"| {' x '.join(map(str, shape))} | {rates[0]:.0f} | {rates[1]:.1f} |")
+        rates = [product_rate(torch.float32, shape, seconds=0.4),
+                 product_rate(torch.float32, shape, seconds=0.4, onednn=True)
+                 if onednn_available() else 0.0,
+                 product_rate(torch.bfloat16, shape, seconds=0.4)]
+        print(f"| {' x '.join(map(str, shape))} | {rates[0]:.0f} | {rates[1]:.0f} | "
+              f"{rates[2]:.1f} |")
 
 
 if __name__ == "__main__":

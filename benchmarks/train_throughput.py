@@ -75,14 +75,16 @@ def aiayn_worker(shape: dict, precision: str, compiled: bool = False):
 
     from aiayn import ModelConfig, Transformer
     from aiayn.data.corpus import Batch
-    from aiayn.runtime.cpu import TRAIN_MMAP_THRESHOLD, cpu_layers, reuse_freed_memory
+    from aiayn.runtime.cpu import TRAIN_MMAP_THRESHOLD, reuse_freed_memory
     from aiayn.train.recipe import TrainConfig
+    from aiayn.train.setup import cpu_training_layers
     from aiayn.train.step import train_step
 
     reuse_freed_memory(mmap_threshold=TRAIN_MMAP_THRESHOLD)  # as `aiayn train` does on the CPU
     cfg = ModelConfig.preset(shape["size"], vocab_size=shape["vocab"])
-    model = cpu_layers(Transformer(cfg).train())  # as `aiayn train` builds it on the CPU
+    model = Transformer(cfg).train()
     train_cfg = TrainConfig(preset=shape["size"], precision=precision, compile=compiled)
+    cpu_training_layers(model, torch.device("cpu"), train_cfg)  # as `aiayn train` does
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     cpu = torch.device("cpu")

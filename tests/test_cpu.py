@@ -323,11 +323,19 @@ def test_inference_and_cpu_training_models_hold_the_cpu_modules(tiny_cfg):
 
 @pytest.mark.parametrize("p", [0.0, 0.3])
 @pytest.mark.parametrize("training", [True, False])
-def test_training_feed_forward_equals_the_models_with_the_same_masks(p, training):
+@pytest.mark.parametrize("onednn", [False, True])
+def test_training_feed_forward_equals_the_models_with_the_same_masks(p, training, onednn):
     from aiayn.model import FeedForward
+    if onednn and not onednn_available():
+        pytest.skip("this PyTorch has no oneDNN")
     torch.manual_seed(0)
     ffn = FeedForward(16, 64, dropout=p).train(training)
     fast = CpuFeedForward(ffn)
+    if onednn:  # its products through oneDNN, as float32 training's where they measured faster
+        fast.linear1, fast.linear2 = (CpuLinear(m, onednn_training=True)
+                                      for m in (ffn.linear1, ffn.linear2))
+        assert fast(torch.randn(2, 16, requires_grad=True)).grad_fn.name() \
+            == "_ReluFeedForwardBackward"
     x = torch.randn(3, 70, 16, requires_grad=True)  # 210 x 64 hidden: masks in two halves
     grad = torch.randn(3, 70, 16)
     results = []
@@ -342,6 +350,82 @@ def test_training_feed_forward_equals_the_models_with_the_same_masks(p, training
         assert_float32_close(got, want)
     with torch.no_grad():  # with dropout at work the masks mattered
         assert torch.equal(ffn.eval()(x), results[0][0]) == (not (p and training))
+
+
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows, d_in, d_out", [((3, 70), 16, 40), ((210,), 40, 16),
+                                               ((2, 5), 8, 8)])
+def test_onednn_training_products_equal_f_linear(rows, d_in, d_out, bias):
+    """float32 training's products through oneDNN (both ways of writing the weight's gradient:
+    a wider input, a wider output): values and gradients as ``F.linear``'s, the weight tied
+    to another layer's accumulating both gradients."""
+    layer = nn.Linear(d_in, d_out, bias=bias)
+    fast = CpuLinear(layer, onednn_training=True)
+    x = torch.randn(*rows, d_in, requires_grad=True)
+    grad = torch.randn(*rows, d_out)
+    results = []
+    for module in (layer, fast):
+        out = module(x)
+        (out * grad).sum().backward()
+        (layer.weight.sum() * 0.5).backward()  # a tied use of the weight, accumulated
+        results.append((out.detach(), x.grad, layer.weight.grad,
+                        None if layer.bias is None else layer.bias.grad))
+        x.grad = None
+        layer.zero_grad(set_to_none=True)
+    assert fast(x).grad_fn.name() == "_OnednnLinearBackward"
+    for got, want in zip(results[1], results[0]):
+        if want is None:
+            assert got is None
+        else:
+            assert_float32_close(got, want)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # 16-bit training: PyTorch's product
+        assert fast(x).grad_fn.name() != "_OnednnLinearBackward"
+    assert CpuLinear(layer)(x).grad_fn.name() != "_OnednnLinearBackward"  # not asked for
+    with torch.no_grad():  # inference: the reordered weight's product, as before
+        assert_float32_close(fast(x), results[0][0])
+
+
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+def test_a_used_cpu_linear_is_copied_without_its_weight_copies():
+    """A layer that served inference holds oneDNN's copy of the weight, which cannot be
+    copied: a copy of the model makes its own."""
+    import copy
+    layer = CpuLinear(nn.Linear(16, 24))
+    x = torch.randn(5, 16)
+    with torch.no_grad():
+        want = layer(x)
+    assert layer.reordered is not None
+    twin = copy.deepcopy(layer)
+    assert twin.reordered is None
+    with torch.no_grad():
+        torch.testing.assert_close(twin(x), want)
+    assert layer.reordered is not None  # (the original keeps its own)
+
+
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+def test_a_training_models_layers_follow_the_optimizers_changes(tiny_cfg):
+    """Fused Adam changes the weights in place without counting a version: a training
+    model's layers, used in inference between steps (validation), keep no copy of them;
+    an inference copy (``for_inference``) does keep its own."""
+    from aiayn.runtime.cpu import cpu_linears
+    model = cpu_linears(Transformer(tiny_cfg), onednn_training=True)
+    layer = model.output_proj
+    x = torch.randn(6, tiny_cfg.d_model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
+    for _ in range(2):
+        with torch.no_grad():
+            torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias))
+        version = layer.weight._version
+        layer(x).square().sum().backward()
+        optimizer.step()
+        assert layer.weight._version == version  # (unseen by the version counter)
+    assert layer.reordered is None
+    fast = for_inference(model)
+    assert not any(m.onednn_training for m in fast.modules() if isinstance(m, CpuLinear))
+    with torch.no_grad():
+        assert_float32_close(fast.output_proj(x), F.linear(x, layer.weight, layer.bias))
+    assert fast.output_proj.reordered is not None
 
 
 def test_training_feed_forward_is_fused_in_float32_only():

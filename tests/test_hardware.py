@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from aiayn.runtime import hardware
+from aiayn.runtime.cpu import onednn_available
 from aiayn.runtime.hardware import Choice, Cpu, choose_cpu_precision, measure_peak_again, read_cpu
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
@@ -62,6 +63,101 @@ def test_cpuinfo_is_read_for_model_and_flags(tmp_path):
 
 def test_product_rate_measures_a_positive_rate():
     assert hardware.product_rate(torch.float32, shape=(64, 32, 48), seconds=0.01) > 0
+    if onednn_available():
+        assert hardware.product_rate(torch.float32, shape=(64, 32, 48), seconds=0.01,
+                                     onednn=True) > 0
+
+
+@pytest.mark.parametrize("plain, onednn, chosen", [(200.0, 450.0, True), (200.0, 235.0, False),
+                                                   (380.0, 300.0, False), (200.0, 0.0, False)])
+def test_float32_products_go_through_onednn_where_clearly_faster(monkeypatch, plain, onednn,
+                                                                 chosen):
+    """The rates of an AMD Zen 5 (MKL at half oneDNN's), of the same CPU capped to AVX2 (a
+    near tie), of an Intel Xeon (MKL faster), and of a PyTorch without oneDNN."""
+    monkeypatch.undo()  # (the suite's fixed choices)
+    monkeypatch.setattr(hardware, "float32_rates", lambda: (plain, onednn))
+    assert hardware.onednn_float32() is chosen
+    # the precision choice and MFU count float32 at the rate of the path training takes
+    assert hardware.measured_rate(torch.float32) == (onednn if chosen else plain)
+    probes = []
+    monkeypatch.setattr(hardware, "product_rate",
+                        lambda dtype, seconds, onednn: probes.append(onednn) or 100.0)
+    hardware._probed_again.clear()
+    try:
+        measure_peak_again(torch.device("cpu"), "fp32")
+    finally:
+        hardware._probed_again.clear()
+        hardware._better_peaks.clear()
+    assert probes == [chosen]
+
+
+def test_float32_training_takes_the_measured_products_path(toy_data, tmp_path, monkeypatch):
+    from torch import nn
+
+    from aiayn.runtime.cpu import CpuLinear
+    from aiayn.train import setup as train_setup
+    built = []
+    real = train_setup.cpu_training_layers
+
+    def keep(model, device, cfg):
+        built.append(model)
+        return real(model, device, cfg)
+
+    def linears():
+        return {type(m) for m in built[-1].modules() if isinstance(m, (nn.Linear, CpuLinear))}
+
+    def run(name, faster, **settings):
+        monkeypatch.setattr(hardware, "onednn_float32", lambda: faster)
+        said = []
+        cfg = TrainConfig(**{**FAST, "fp32_products": "auto", **settings})
+        train(toy_data, tmp_path / name, cfg, progress=False, log=said.append)
+        saved = json.loads((tmp_path / name / "train_config.json").read_text())
+        return [line for line in said if line.startswith("float32 products")], saved
+    monkeypatch.setattr(train_setup, "cpu_training_layers", keep)
+    monkeypatch.setattr(hardware, "float32_rates", lambda: (200.0, 450.0))
+    said, saved = run("fast", True, max_steps=2)
+    assert linears() == {CpuLinear} and all(
+        m.onednn_training for m in built[-1].modules() if isinstance(m, CpuLinear))
+    assert said == ["float32 products through oneDNN: 450 GFLOP/s against 200 through "
+                    "PyTorch's default (MKL) on this CPU"]
+    assert saved["fp32_products"] == "onednn"
+    said, saved = run("slow", False, max_steps=2)
+    assert linears() == {nn.Linear} and not said and saved["fp32_products"] == "pytorch"
+    # a resumed run keeps its own, whatever the machine measures now
+    for name, faster, own in (("fast", False, CpuLinear), ("slow", True, nn.Linear)):
+        monkeypatch.setattr(hardware, "onednn_float32", lambda faster=faster: faster)
+        said = []
+        train(toy_data, tmp_path / name, TrainConfig(**{**FAST, "fp32_products": "auto"},
+                                                     max_steps=4),
+              resume=True, progress=False, log=said.append)
+        assert linears() == {own}
+        assert ("float32 products through oneDNN (the run's own)" in said) == (own is CpuLinear)
+    # a run from before the setting took PyTorch's products
+    config = tmp_path / "fast" / "train_config.json"
+    older = json.loads(config.read_text())
+    del older["fp32_products"]
+    config.write_text(json.dumps(older))
+    monkeypatch.setattr(hardware, "onednn_float32", lambda: True)
+    train(toy_data, tmp_path / "fast", TrainConfig(**{**FAST, "fp32_products": "auto"},
+                                                   max_steps=6),
+          resume=True, progress=False, log=lambda *_: None)
+    assert linears() == {nn.Linear}
+    # bf16 keeps PyTorch's linear layers whatever float32 measured
+    model = nn.Sequential(nn.Linear(4, 4))
+    cfg = TrainConfig(**{**FAST, "precision": "bf16", "fp32_products": "auto"})
+    assert not real(model, torch.device("cpu"), cfg) and type(model[0]) is nn.Linear
+
+
+def test_onednn_products_asked_for_without_onednn_are_refused(toy_data, tmp_path,
+                                                              monkeypatch):
+    from aiayn.errors import UserError
+    monkeypatch.setattr(torch.backends.mkldnn, "enabled", False)
+    with pytest.raises(UserError, match=r"^--fp32-products onednn: this PyTorch has no "
+                                        r"oneDNN, or torch.backends.mkldnn is off; use auto"):
+        train(toy_data, tmp_path / "run", TrainConfig(**{**FAST, "fp32_products": "onednn"},
+                                                      max_steps=1),
+              progress=False, log=lambda *_: None)
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 def test_auto_precision_is_printed_recorded_and_kept_on_resume(toy_data, tmp_path, monkeypatch):
@@ -152,7 +248,7 @@ def test_a_faster_probe_after_validation_becomes_the_peak(toy_data, tmp_path, mo
     its first validations and divides by the fastest rate seen, never a slower one."""
     cpu, probes = torch.device("cpu"), iter([400.0, 100.0])  # GFLOP/s: faster, then slower
     monkeypatch.setattr(hardware, "measured_rate", lambda dtype: 50.0)  # the first, disturbed
-    monkeypatch.setattr(hardware, "product_rate", lambda dtype, seconds: next(probes))
+    monkeypatch.setattr(hardware, "product_rate", lambda dtype, seconds, onednn: next(probes))
     monkeypatch.setattr(hardware, "measure_peak_again", measure_peak_again)
     forget_peaks()
     try:

@@ -21,13 +21,14 @@ from aiayn.checkpoint import Checkpoint
 from aiayn.cli import main
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
-from tests.conftest import FAST, toy_pairs, write_pairs
+from tests.conftest import FAST, PRODUCTS, toy_pairs, write_pairs
 from tests.train import killer
 
 STEPS, EVERY, LOG_EVERY, KEEP = 32, 4, 3, 2  # (windows span checkpoints: 3 does not divide 4)
-# float32 named: "auto" could choose otherwise between two runs on a machine near the margin
-FLAGS = ["--preset", "tiny", "--precision", "fp32", "--model", "dropout=0.1", "--max-tokens", "150",
-         "--warmup", "10",
+# float32 and its products named: "auto" could choose otherwise between two runs on a machine
+# near the margin
+FLAGS = ["--preset", "tiny", "--precision", "fp32", "--fp32-products", PRODUCTS,
+         "--model", "dropout=0.1", "--max-tokens", "150", "--warmup", "10",
          "--valid-every", str(EVERY), "--log-every", str(LOG_EVERY), "--valid-bleu-sentences",
          "4", "--keep-last", str(KEEP), "--max-steps", str(STEPS), "--no-progress"]
 AT_CHECKPOINT = ("validation", "weights", "state", "rename", "link", "prune")

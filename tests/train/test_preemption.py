@@ -15,13 +15,14 @@ from safetensors.torch import load_file
 from aiayn import checkpoint as ckpt
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
-from tests.conftest import FAST, losses
+from tests.conftest import FAST, PRODUCTS, losses
 from tests.train import killer
 
 STEPS = 120  # (the signal comes after 30: ample room before the end)
-# float32 named: "auto" could choose otherwise between two runs on a machine near the margin
-FLAGS = ["--preset", "tiny", "--precision", "fp32", "--model", "dropout=0.1", "--max-tokens", "150",
-         "--warmup", "10",
+# float32 and its products named: "auto" could choose otherwise between two runs on a machine
+# near the margin
+FLAGS = ["--preset", "tiny", "--precision", "fp32", "--fp32-products", PRODUCTS,
+         "--model", "dropout=0.1", "--max-tokens", "150", "--warmup", "10",
          "--valid-every", "100", "--log-every", "1", "--valid-bleu-sentences", "0",
          "--max-steps", str(STEPS), "--no-progress"]
 

@@ -15,7 +15,7 @@ from aiayn.errors import UserError
 from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 from aiayn.translate import DecodeOptions, load
-from tests.conftest import FAST, assert_float32_close, losses
+from tests.conftest import FAST, PRODUCTS, assert_float32_close, losses
 
 
 def test_resumed_training_equals_uninterrupted_training(toy_data, tmp_path):
@@ -105,7 +105,7 @@ from aiayn.train.recipe import TrainConfig
 from aiayn.train.trainer import train
 cfg = TrainConfig(preset="tiny", max_tokens=150, warmup=10, valid_every=100, max_steps=5,
                   valid_bleu_sentences=0, log_every=1, grad_accum=int(sys.argv[3]), threads=1,
-                  precision="fp32")
+                  precision="fp32", fp32_products=sys.argv[4])
 train(sys.argv[1], sys.argv[2], cfg, progress=False, log=lambda *_: None)
 """
 
@@ -165,10 +165,10 @@ def test_ddp_with_two_gloo_processes_equals_one_process_on_the_global_batch(toy_
     port = free_port()
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                     "--master-addr", "127.0.0.1", "--master-port", str(port), str(script),
-                    str(toy_data), str(tmp_path / "ddp"), "1"],
+                    str(toy_data), str(tmp_path / "ddp"), "1", PRODUCTS],
                    check=True, env=env, capture_output=True)
-    subprocess.run([sys.executable, str(script), str(toy_data), str(tmp_path / "one"), "2"],
-                   check=True, env=env, capture_output=True)
+    subprocess.run([sys.executable, str(script), str(toy_data), str(tmp_path / "one"), "2",
+                    PRODUCTS], check=True, env=env, capture_output=True)
     a = load_file(str(tmp_path / "ddp/checkpoints/last" / ckpt.WEIGHTS))
     b = load_file(str(tmp_path / "one/checkpoints/last" / ckpt.WEIGHTS))
     assert a.keys() == b.keys()

@@ -8,7 +8,9 @@ and is swapped in by ``for_inference`` (decoding) and ``cpu_layers`` (training):
   per thread, as a batched product, so that every core reads its share of the weight
   (PyTorch's ``F.linear`` runs it on one thread). More rows go through oneDNN with the weight
   reordered once into its blocked layout: PyTorch's ``F.linear`` runs float32 products through
-  MKL, which on AMD processors takes a slower path than oneDNN's.
+  MKL, which on AMD processors takes a slower path than oneDNN's. Where the machine measured
+  oneDNN's float32 products faster (``hardware.onednn_float32``), float32 training's
+  products go through oneDNN too, forward and backward (``onednn_training``).
 - ``CpuAttention``: the attention of decoding steps (a few queries per head over many heads)
   and of 16-bit training through the reference computation, where PyTorch's fused kernel is
   slower on the CPU; short score rows padded away from the softmax's scalar path.
@@ -84,9 +86,49 @@ def onednn_reorder(weight: Tensor, rows_hint: int = ONEDNN_ROWS_HINT) -> Tensor:
 
 def onednn_linear(x: Tensor, reordered: Tensor, bias: Tensor | None,
                   activation: str = "none") -> Tensor:
-    """``F.linear(x, weight, bias)`` by oneDNN, with ``reordered = onednn_reorder(weight)``;
-    ``activation`` "relu" applies max(0, .) as the product writes its output."""
+    """``F.linear(x, weight, bias)`` by oneDNN, with ``reordered = onednn_reorder(weight)``
+    or the weight itself (any strides); ``activation`` "relu" applies max(0, .) as the
+    product writes its output."""
     return torch.ops.mkldnn._linear_pointwise(x, reordered, bias, activation, [], "")
+
+
+def onednn_weight_gradient(grad: Tensor, x: Tensor) -> Tensor:
+    """grad^T x, a linear layer's weight gradient (out, in) from its output's gradient
+    (N, out) and its input (N, in), by oneDNN. The wider of the two takes the weight's place
+    in oneDNN's product (the result then transposed as a view): the other way round ran at
+    0.55-0.85x the speed for unequal widths (docs/design.md)."""
+    if x.size(1) >= grad.size(1):
+        return onednn_linear(grad.t(), x.t(), None)  # (out, in)
+    return onednn_linear(x.t(), grad.t(), None).t()  # (in, out) transposed
+
+
+def _row_sums(g: Tensor) -> Tensor:
+    """The sum of g's (N, F) rows: a matrix-vector product, which uses every thread where a
+    column sum ran at half that speed."""
+    return torch.mv(g.t(), g.new_ones(g.size(0)))
+
+
+class _OnednnLinear(torch.autograd.Function):
+    """``F.linear`` for float32 training with oneDNN's products forward and backward, on a
+    CPU where they measured faster than PyTorch's (MKL's: half oneDNN's rate or less with
+    AVX-512 on AMD Zen 5). Results equal ``F.linear``'s to float32 rounding."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        ctx.save_for_backward(x, weight)
+        ctx.biased = bias is not None
+        return onednn_linear(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        g = grad.reshape(-1, grad.size(-1))  # (N, out)
+        grad_x = (onednn_linear(g, weight.t(), None).view(*grad.shape[:-1], weight.size(1))
+                  if needs[0] else None)
+        grad_w = onednn_weight_gradient(g, x.reshape(-1, x.size(-1))) if needs[1] else None
+        grad_b = _row_sums(g) if ctx.biased and needs[2] else None
+        return grad_x, grad_w, grad_b
 
 
 class CpuLinear(nn.Module):
@@ -101,8 +143,13 @@ class CpuLinear(nn.Module):
     blocks are a transposed copy of the weight, laid out block by block, for matrices so wide
     that reading rows of the usual layout is slower than the copy (the output projection).
 
-    Anything else (gradients enabled, another device or dtype) is ``F.linear``; results equal
-    ``F.linear``'s to float32 rounding.
+    With gradients enabled, float32 products go through oneDNN forward and backward where
+    ``onednn_training`` is set (``cpu_linears(..., onednn_training=True)``, which training
+    does where ``hardware.onednn_float32`` measured them faster); such a layer keeps no copy
+    of its weight, whose values the optimizer changes in place, and ``for_inference`` turns
+    the flag off in its copy. Anything else (another
+    device or dtype, autocast, a compiled step) is ``F.linear``; results equal ``F.linear``'s
+    to float32 rounding.
 
     Attributes:
         weight_blocks: (t, in, out / t) views of the weight (a copy with ``pack``), or None
@@ -114,11 +161,13 @@ class CpuLinear(nn.Module):
         reordered_key: what it was made from: (weight data pointer, weight version).
     """
 
-    def __init__(self, layer: nn.Linear, *, pack: bool = False) -> None:
+    def __init__(self, layer: nn.Linear, *, pack: bool = False,
+                 onednn_training: bool = False) -> None:
         super().__init__()
         self.in_features, self.out_features = layer.in_features, layer.out_features
         self.weight, self.bias = layer.weight, layer.bias  # (out, in), (out,) shared
         self.pack = pack
+        self.onednn_training = onednn_training
         self.weight_blocks: Tensor | None = None
         self.bias_blocks: Tensor | None = None
         self.key: tuple | None = None
@@ -140,6 +189,8 @@ class CpuLinear(nn.Module):
             return self.onednn_product(x)
         if path == "split":
             return self.split_product(x)
+        if path == "training":
+            return cast(Tensor, _OnednnLinear.apply(x, self.weight, self.bias))
         return F.linear(x, self.weight, self.bias)
 
     def relu_product(self, x: Tensor) -> Tensor:
@@ -150,20 +201,34 @@ class CpuLinear(nn.Module):
         return F.relu(self(x))
 
     def _path(self, x: Tensor) -> str:
-        """Which product serves x: "traced" (compiled by ``aiayn.runtime.compiled``), "onednn",
-        "split" or "plain" (``F.linear``)."""
+        """Which product serves x: "training" (oneDNN's, with gradients), "traced" (compiled by
+        ``aiayn.runtime.compiled``), "onednn", "split" or "plain" (``F.linear``)."""
         weight = self.weight
+        if torch.is_grad_enabled():
+            return "training" if self.onednn_products(x) else "plain"
         if torch.compiler.is_compiling():
             return "traced"
-        if (torch.is_grad_enabled() or not x.is_cpu or x.dtype is not torch.float32
+        if (not x.is_cpu or x.dtype is not torch.float32
                 or weight.dtype is not torch.float32 or x.numel() == 0):
             return "plain"
+        if self.onednn_training:  # a training model's (validation): its weights change in
+            # place at every step, unseen by their version counter under fused Adam, so no
+            # copy of them is kept
+            return "training" if onednn_available() else "plain"
         rows = x.numel() // self.in_features
         if rows >= ONEDNN_MIN_ROWS and onednn_available():
             return "onednn"
         if rows > SPLIT_MAX_ROWS or self._split(weight) is None:
             return "plain"
         return "split"
+
+    def onednn_products(self, x: Tensor) -> bool:
+        """Whether x's product with gradients goes through oneDNN (``onednn_training``, float32
+        on the CPU, not autocast or compiled, oneDNN there)."""
+        return (self.onednn_training and x.is_cpu and x.dtype is torch.float32
+                and self.weight.dtype is torch.float32 and x.numel() > 0
+                and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
+                and onednn_available())
 
     def onednn_product(self, x: Tensor) -> Tensor:
         """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""
@@ -197,6 +262,14 @@ class CpuLinear(nn.Module):
         y = (x.unsqueeze(-2) * self.weight).sum(-1)  # (..., out)
         return y if self.bias is None else y + self.bias
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its state without the copies made from the weight (remade when first needed): a
+        copy of the model gets its own, and oneDNN's layout cannot be copied."""
+        state = dict(super().__getstate__())
+        state.update(weight_blocks=None, bias_blocks=None, key=None, reordered=None,
+                     reordered_key=None)
+        return state
+
     def _reorder(self, weight: Tensor) -> Tensor:
         """The weight in oneDNN's layout, made again when the weight or its values changed."""
         key = (weight.data_ptr(), weight._version)
@@ -226,7 +299,8 @@ class CpuLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}, pack={self.pack}")
+                f"bias={self.bias is not None}, pack={self.pack}"
+                + (", onednn_training=True" if self.onednn_training else ""))
 
 
 # A decoding step on the CPU attends with a few queries per head (one position, or a
@@ -349,9 +423,11 @@ class CpuFeedForward(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if torch.is_grad_enabled():
             if self._fused_training(x):
+                onednn = all(isinstance(m, CpuLinear) and m.onednn_products(x)
+                             for m in (self.linear1, self.linear2))
                 return cast(Tensor, _ReluFeedForward.apply(
                     x, self.linear1.weight, self.linear1.bias, self.linear2.weight,
-                    self.linear2.bias, self.dropout if self.training else 0.0))
+                    self.linear2.bias, self.dropout if self.training else 0.0, onednn))
         elif self.activation is None and isinstance(self.linear1, (CpuLinear, Int8Linear)):
             return self.linear2(dropout(self.linear1.relu_product(x), self.dropout,
                                         self.training))
@@ -363,7 +439,7 @@ class CpuFeedForward(nn.Module):
         layers = (self.linear1, self.linear2)
         return (self.activation is None and x.device.type == "cpu" and _ADD_RELU
                 and x.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
-                and all(type(m) is nn.Linear and m.bias is not None
+                and all(type(m) in (nn.Linear, CpuLinear) and m.bias is not None
                         and m.weight.dtype == torch.float32 for m in layers))
 
 
@@ -381,38 +457,50 @@ class _ReluFeedForward(torch.autograd.Function):
       half that speed.
 
     Only the hidden output is saved, which the second product's gradient needs anyway; not
-    the ReLU's output and the mask besides. Measurements: docs/design.md."""
+    the ReLU's output and the mask besides. With ``onednn`` every product is oneDNN's (as
+    ``_OnednnLinear``'s), the dropout's scale riding on a scaled copy of W_2 instead of the
+    product's alpha, which oneDNN's product has not. Measurements: docs/design.md."""
 
     @staticmethod
     def forward(ctx, x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
-                p: float) -> Tensor:
+                p: float, onednn: bool = False) -> Tensor:
         rows = x.reshape(-1, x.size(-1))  # (N, D)
-        hidden = torch.ops.aten._add_relu_(torch.mm(rows, w1.t()), b1)  # (N, d_ff)
+        first = onednn_linear(rows, w1, None) if onednn else torch.mm(rows, w1.t())
+        hidden = torch.ops.aten._add_relu_(first, b1)  # (N, d_ff)
         scale = 1.0
         if p > 0.0:
             mask, _ = keep_mask(hidden, p)  # float32: kept elements hold 1 / (1 - p)
             hidden.mul_(mask)
             scale = 1.0 / (1.0 - p)
         ctx.save_for_backward(rows, w1, w2, hidden)
-        ctx.scale = scale
-        return torch.addmm(b2, hidden, w2.t()).view(*x.shape[:-1], w2.size(0))
+        ctx.scale, ctx.onednn = scale, onednn
+        out = onednn_linear(hidden, w2, b2) if onednn else torch.addmm(b2, hidden, w2.t())
+        return out.view(*x.shape[:-1], w2.size(0))
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         rows, w1, w2, hidden = ctx.saved_tensors
         needs = ctx.needs_input_grad
         g = grad.reshape(-1, grad.size(-1))  # (N, D)
-        ones = g.new_ones(g.size(0))
-        grad_w2 = g.t().mm(hidden) if needs[3] else None
-        grad_b2 = torch.mv(g.t(), ones) if needs[4] else None
+        grad_b2 = _row_sums(g) if needs[4] else None
         # the pre-activation's gradient: scale * g W_2 where the hidden output was kept and
         # positive, zero where ReLU or dropout zeroed it
-        g = torch.addmm(g.new_zeros(()), g, w2, beta=0, alpha=ctx.scale)  # (input unread)
+        if ctx.onednn:
+            grad_w2 = onednn_weight_gradient(g, hidden) if needs[3] else None
+            scaled = w2 * ctx.scale if ctx.scale != 1.0 else w2  # (D, d_ff): small beside g
+            g = onednn_linear(g, scaled.t(), None)
+        else:
+            grad_w2 = g.t().mm(hidden) if needs[3] else None
+            g = torch.addmm(g.new_zeros(()), g, w2, beta=0, alpha=ctx.scale)  # (input unread)
         g = torch.ops.aten.threshold_backward(g, hidden, 0)
-        grad_x = g.mm(w1).view(grad.shape[:-1] + (w1.size(1),)) if needs[0] else None
-        grad_w1 = g.t().mm(rows) if needs[1] else None
-        grad_b1 = torch.mv(g.t(), ones) if needs[2] else None
-        return grad_x, grad_w1, grad_b1, grad_w2, grad_b2, None
+        grad_x = grad_w1 = None
+        if needs[0]:
+            grad_x = onednn_linear(g, w1.t(), None) if ctx.onednn else g.mm(w1)
+            grad_x = grad_x.view(grad.shape[:-1] + (w1.size(1),))
+        if needs[1]:
+            grad_w1 = onednn_weight_gradient(g, rows) if ctx.onednn else g.t().mm(rows)
+        grad_b1 = _row_sums(g) if needs[2] else None
+        return grad_x, grad_w1, grad_b1, grad_w2, grad_b2, None, None
 
 
 _ADD_RELU = hasattr(torch.ops.aten, "_add_relu_")  # (a private operator of PyTorch's)
@@ -442,10 +530,13 @@ def cpu_layers(model: M) -> M:
     return _swap(cpu_attention(model), (FeedForward,), lambda name, child: CpuFeedForward(child))
 
 
-def cpu_linears(model: M) -> M:
+def cpu_linears(model: M, *, onednn_training: bool = False) -> M:
     """Replace every ``nn.Linear`` of ``model`` (in place) by a ``CpuLinear`` sharing its
-    parameters; the layers named in ``PACKED`` keep a packed weight copy. Returns ``model``."""
-    return _swap(model, (nn.Linear,), lambda name, child: CpuLinear(child, pack=name in PACKED))
+    parameters; the layers named in ``PACKED`` keep a packed weight copy. With
+    ``onednn_training`` their float32 products with gradients (and the feed-forward
+    network's, ``cpu_layers``) go through oneDNN. Returns ``model``."""
+    return _swap(model, (nn.Linear,), lambda name, child: CpuLinear(
+        child, pack=name in PACKED, onednn_training=onednn_training))
 
 
 class Int8Linear(nn.Module):
@@ -591,6 +682,9 @@ def for_inference(model: M, *, int8: bool = False) -> M:
         return model.eval()
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
     fast = cpu_layers(cpu_linears(copy.deepcopy(model, shared).eval()))
+    for layer in fast.modules():
+        if isinstance(layer, CpuLinear):  # (a training model's): inference keeps weight copies
+            layer.onednn_training = False
     return quantize_int8(fast) if int8 else fast
 
 

@@ -14,6 +14,12 @@
   bf16 trained 1.7x faster; on an Intel Xeon with AVX512_BF16 but no AMX exposed, bf16
   products ran at 159-183 GFLOP/s against float32's 243-378 (MKL), and bf16 trained at 0.65x.
 
+In float32 the products' path is measured too (``onednn_float32``): PyTorch's ``F.linear``
+runs them through MKL, which on AMD Zen 5 with AVX-512 ran at half oneDNN's rate or less, so
+where oneDNN's product is clearly faster at the probe, float32 training's products go through
+oneDNN (``runtime.cpu.CpuLinear``), and that rate is float32's in the precision choice and
+in MFU.
+
 The choice never changes results beyond the precision itself, is printed when training starts
 (``Choice.describe``), and is overridden by naming a precision. docs/design.md ("Precision
 chosen by the machine") has the measurements.
@@ -30,9 +36,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .cpu import onednn_available
+
 CPUINFO = Path("/proc/cpuinfo")
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 BF16_MARGIN = 1.15  # bf16 must beat float32 by this factor: a near tie keeps float32's accuracy
+# oneDNN's float32 products must beat PyTorch's (MKL's) by this factor to be used in training:
+# with AVX2 only, on a Zen 5 so capped, they were 1.0-1.15x, not worth a second path
+ONEDNN_FP32_MARGIN = 1.2
 # a training-shaped product: a 4,096-token batch through a `small`/`base` feed-forward layer
 PROBE_SHAPE = (4096, 512, 2048)
 
@@ -86,18 +97,22 @@ class Choice:
 
 
 def product_rate(dtype: torch.dtype, shape: tuple[int, int, int] = PROBE_SHAPE,
-                 seconds: float = 0.2) -> float:
-    """GFLOP/s of ``F.linear`` at ``shape`` (rows, in, out) in ``dtype``: the best of
-    repeated timings over about ``seconds``, after one untimed product."""
+                 seconds: float = 0.2, *, onednn: bool = False) -> float:
+    """GFLOP/s of ``F.linear`` (with ``onednn``, oneDNN's product) at ``shape`` (rows, in,
+    out) in ``dtype``: the best of repeated timings over about ``seconds``, after one untimed
+    product."""
     rows, d_in, d_out = shape
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(rows, d_in, generator=generator).to(dtype)
     w = torch.randn(d_out, d_in, generator=generator).to(dtype)
-    F.linear(x, w)
+    product: Callable[[], object] = (
+        (lambda: torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")) if onednn
+        else (lambda: F.linear(x, w)))
+    product()
     best, start = float("inf"), time.perf_counter()
     while time.perf_counter() - start < seconds:
         t = time.perf_counter()
-        F.linear(x, w)
+        product()
         best = min(best, time.perf_counter() - t)
         if best > seconds:  # an emulated product: one timing says enough
             break
@@ -129,8 +144,31 @@ def choose_cuda_precision(device: torch.device) -> Choice:
 
 
 @functools.cache
+def float32_rates() -> tuple[float, float]:
+    """GFLOP/s of float32 products at the training-shaped probe through ``F.linear`` (MKL on
+    x86) and through oneDNN (0.0 where this process has no oneDNN), measured once per
+    process."""
+    onednn = product_rate(torch.float32, onednn=True) if onednn_available() else 0.0
+    return product_rate(torch.float32), onednn
+
+
+def onednn_float32() -> bool:
+    """Whether float32 training's products go through oneDNN here: its product measured
+    ``ONEDNN_FP32_MARGIN`` times PyTorch's rate or more."""
+    plain, onednn = float32_rates()
+    return onednn >= ONEDNN_FP32_MARGIN * plain
+
+
 def measured_rate(dtype: torch.dtype) -> float:
-    """``product_rate`` at the training-shaped probe, measured once per process."""
+    """``product_rate`` at the training-shaped probe, measured once per process; in float32
+    through the path training takes (``onednn_float32``)."""
+    if dtype is torch.float32:
+        return max(float32_rates()) if onednn_float32() else float32_rates()[0]
+    return _measured_rate(dtype)
+
+
+@functools.cache
+def _measured_rate(dtype: torch.dtype) -> float:
     return product_rate(dtype)
 
 
@@ -193,7 +231,9 @@ def measure_peak_again(device: torch.device, precision: str) -> float:
     key = (str(device), precision)
     if device.type == "cpu" and _probed_again.get(key, 0) < PROBES_AGAIN:
         _probed_again[key] = _probed_again.get(key, 0) + 1
-        rate = product_rate(DTYPES[precision], seconds=0.1) * 1e9
+        dtype = DTYPES[precision]
+        onednn = dtype is torch.float32 and onednn_float32()
+        rate = product_rate(dtype, seconds=0.1, onednn=onednn) * 1e9
         _better_peaks[key] = max(rate, _better_peaks.get(key, 0.0))
     return peak_flops(device, precision)
 

@@ -16,6 +16,7 @@ from torch import Tensor
 from ..config import PRESETS, ConfigError, ModelConfig, check_keys, finite_number
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+FP32_PRODUCTS = ("auto", "onednn", "pytorch")
 SCHEDULES = ("auto", "paper", "budget")
 DECAYS = ("cosine", "inverse-sqrt")
 
@@ -105,6 +106,11 @@ class TrainConfig:
                              "native bf16 and bf16 products measure faster, else fp32); fp32; "
                              "bf16 (autocast, CPU or CUDA); fp16 (autocast + loss scaling, "
                              "CUDA)", choices=PRECISIONS)
+    fp32_products: str = setting("auto", "the library of float32 training's matrix products "
+                                 "on the CPU: auto = oneDNN where its products measure 1.2x "
+                                 "PyTorch's default (MKL) or faster at start (AMD CPUs with "
+                                 "AVX-512), printed, and kept on resume; onednn; pytorch",
+                                 choices=FP32_PRODUCTS)
     compile: bool = setting(False, "the model's training pass through torch.compile "
                             "(Inductor, dynamic shapes: compiled once, in the first steps, "
                             "2-3 minutes on a GPU); on an H100 1.07x (base) to 1.21x "

@@ -22,7 +22,7 @@ from ..data.corpus import ParallelCorpus, read_stats, split_lines, text_file
 from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..model import build_model
-from ..runtime import cpu
+from ..runtime import cpu, hardware
 from ..runtime.hardware import choose_precision, shape_free_attention
 from ..runtime.threads import use_available_cores
 from .copies import Weights16
@@ -173,6 +173,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     # 2) precision (once the data is known good), model and optimizer; resume restores the
     #    latter two, the RNG and the data position
     cfg, precision_note = _resolve_precision(cfg, device, run_dir, resume=resume)
+    cfg, products_note = _resolve_products(cfg, device, run_dir, resume=resume)
     torch.manual_seed(cfg.seed)
     labels = stats.get("labels")
     if (cfg.task == "classify") != (labels is not None):
@@ -182,8 +183,7 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
                                            "--task classify"))
     model = build_model(cfg.arch, model_cfg,
                         num_classes=len(labels) if labels else None).to(device)
-    if device.type == "cpu":
-        cpu.cpu_layers(model)  # 16-bit training's attention, float32's feed-forward network
+    cpu_training_layers(model, device, cfg)
     if cfg.init and not resume:
         source = Checkpoint.open(cfg.init)
         # guided alignment gives a model whose checkpoint has no aligner (or no source
@@ -237,6 +237,8 @@ def setup(data_dir: Path, run_dir: Path, cfg: TrainConfig, *, resume: bool, log)
     if rank == 0:
         if precision_note:
             log(precision_note)
+        if products_note:
+            log(products_note)
         n_params = sum(p.numel() for p in model.parameters())
         what = f"that of {cfg.init}," if cfg.init else cfg.preset  # (an init's preset is its own)
         log(f"model: {what} {n_params / 1e6:.1f}M parameters, vocab {model_cfg.vocab_size}, "
@@ -283,6 +285,25 @@ def _broadcast_from_first(model: nn.Module) -> None:
             dist.broadcast(tensor, 0)
 
 
+def cpu_training_layers(model: nn.Module, device: torch.device, cfg: TrainConfig) -> bool:
+    """Swap the CPU's training layers into ``model`` (in place, its parameters and checkpoints
+    unchanged) when ``device`` is a CPU: 16-bit training's attention and float32's
+    feed-forward network (``cpu.cpu_layers``), and in float32 eager steps with
+    ``fp32_products`` "onednn" (or "auto" where oneDNN's products measured faster than
+    PyTorch's, ``hardware.onednn_float32``) linear layers whose products go through oneDNN.
+    Returns whether they do; benchmarks build their models with it too. ``cfg.precision``
+    is resolved ("auto" counts as not float32)."""
+    if device.type != "cpu":
+        return False
+    onednn = (cfg.precision == "fp32" and not cfg.compile
+              and (cfg.fp32_products == "onednn"
+                   or cfg.fp32_products == "auto" and hardware.onednn_float32()))
+    if onednn:
+        cpu.cpu_linears(model, onednn_training=True)
+    cpu.cpu_layers(model)
+    return onednn
+
+
 def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
                        resume: bool) -> tuple[TrainConfig, str]:
     """``cfg`` with ``precision`` "auto" replaced by the hardware's choice, or on ``resume`` by
@@ -291,21 +312,61 @@ def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
     one's choice."""
     if cfg.precision != "auto":
         return cfg, ""
-    saved = run_dir / "train_config.json"
-    if resume and saved.is_file():
-        try:
-            started = json.loads(saved.read_text()).get("precision")
-        except (OSError, ValueError, AttributeError):
-            started = None
+    saved = _started(run_dir) if resume else None
+    if saved is not None:
+        started = saved.get("precision")
         if started in PRECISIONS and started != "auto":
             return replace(cfg, precision=started), f"precision: {started} (the run's own)"
     choice = choose_precision(device)
-    precision = choice.precision
+    return replace(cfg, precision=_first_process(choice.precision)), choice.describe()
+
+
+def _resolve_products(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
+                      resume: bool) -> tuple[TrainConfig, str]:
+    """``cfg`` with ``fp32_products`` "auto" replaced by the library float32 training's
+    products take here ("onednn" where ``hardware.onednn_float32`` measured it faster on a
+    CPU, in float32 eager steps; else "pytorch"), or on ``resume`` by the run's own (a run
+    from before the setting: "pytorch"), so that it goes on exactly; and a line saying so
+    where oneDNN's is taken ("" otherwise). Under DDP every process takes the first one's."""
+    if cfg.fp32_products == "onednn" and not cpu.onednn_available():
+        raise UserError("--fp32-products onednn: this PyTorch has no oneDNN, or "
+                        "torch.backends.mkldnn is off; use auto or pytorch")
+    if cfg.fp32_products != "auto":
+        return cfg, ""
+    saved = _started(run_dir) if resume else None
+    if saved is not None:
+        started = saved.get("fp32_products", "pytorch")
+        if started == "pytorch" or started == "onednn" and cpu.onednn_available():
+            note = ("float32 products through oneDNN (the run's own)"
+                    if started == "onednn" and cfg.precision == "fp32" else "")
+            return replace(cfg, fp32_products=started), note
+    onednn = (device.type == "cpu" and cfg.precision == "fp32" and not cfg.compile
+              and hardware.onednn_float32())
+    chosen = _first_process("onednn" if onednn else "pytorch")
+    if chosen != "onednn":
+        return replace(cfg, fp32_products=chosen), ""
+    plain, rate = hardware.float32_rates()
+    return replace(cfg, fp32_products=chosen), (
+        f"float32 products through oneDNN: {rate:.0f} GFLOP/s against {plain:.0f} through "
+        "PyTorch's default (MKL) on this CPU")
+
+
+def _started(run_dir: Path) -> dict | None:
+    """The settings a run being resumed started with (its train_config.json), or None."""
+    try:
+        saved = json.loads((run_dir / "train_config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+def _first_process(value: str) -> str:
+    """``value`` as the first process has it, under DDP; else ``value``."""
     if dist.is_available() and dist.is_initialized():
-        shared = [precision]
+        shared = [value]
         dist.broadcast_object_list(shared, src=0)
-        precision = shared[0]
-    return replace(cfg, precision=precision), choice.describe()
+        return shared[0]
+    return value
 
 
 def _init_config(cfg: TrainConfig, tokenizer: AnyTokenizer) -> ModelConfig:
