@@ -148,6 +148,19 @@ def test_float32_training_takes_the_measured_products_path(toy_data, tmp_path, m
     assert not real(model, torch.device("cpu"), cfg) and type(model[0]) is nn.Linear
 
 
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+def test_onednn_products_asked_for_are_said_and_where_they_do_not_apply(toy_data, tmp_path):
+    for precision, said_line in (
+            ("fp32", "float32 products through oneDNN (--fp32-products onednn)"),
+            ("bf16", "--fp32-products onednn is for float32 training on the CPU, without "
+                     "--compile; this run trains bf16 on cpu")):
+        said = []
+        train(toy_data, tmp_path / precision, TrainConfig(
+            **{**FAST, "precision": precision, "fp32_products": "onednn"}, max_steps=1),
+            progress=False, log=said.append)
+        assert said_line in said
+
+
 def test_onednn_products_asked_for_without_onednn_are_refused(toy_data, tmp_path,
                                                               monkeypatch):
     from aiayn.errors import UserError

@@ -328,9 +328,16 @@ def _resolve_products(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
     CPU, in float32 eager steps; else "pytorch"), or on ``resume`` by the run's own (a run
     from before the setting: "pytorch"), so that it goes on exactly; and a line saying so
     where oneDNN's is taken ("" otherwise). Under DDP every process takes the first one's."""
-    if cfg.fp32_products == "onednn" and not cpu.onednn_available():
-        raise UserError("--fp32-products onednn: this PyTorch has no oneDNN, or "
-                        "torch.backends.mkldnn is off; use auto or pytorch")
+    applies = device.type == "cpu" and cfg.precision == "fp32" and not cfg.compile
+    if cfg.fp32_products == "onednn":
+        if not cpu.onednn_available():
+            raise UserError("--fp32-products onednn: this PyTorch has no oneDNN, or "
+                            "torch.backends.mkldnn is off; use auto or pytorch")
+        if not applies:
+            what = "compiled" if cfg.compile else f"{cfg.precision} on {device.type}"
+            return cfg, (f"--fp32-products onednn is for float32 training on the CPU, "
+                         f"without --compile; this run trains {what}")
+        return cfg, "float32 products through oneDNN (--fp32-products onednn)"
     if cfg.fp32_products != "auto":
         return cfg, ""
     saved = _started(run_dir) if resume else None
@@ -340,9 +347,7 @@ def _resolve_products(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
             note = ("float32 products through oneDNN (the run's own)"
                     if started == "onednn" and cfg.precision == "fp32" else "")
             return replace(cfg, fp32_products=started), note
-    onednn = (device.type == "cpu" and cfg.precision == "fp32" and not cfg.compile
-              and hardware.onednn_float32())
-    chosen = _first_process("onednn" if onednn else "pytorch")
+    chosen = _first_process("onednn" if applies and hardware.onednn_float32() else "pytorch")
     if chosen != "onednn":
         return replace(cfg, fp32_products=chosen), ""
     plain, rate = hardware.float32_rates()
