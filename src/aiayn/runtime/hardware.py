@@ -161,7 +161,8 @@ def onednn_float32() -> bool:
 
 def measured_rate(dtype: torch.dtype) -> float:
     """``product_rate`` at the training-shaped probe, measured once per process; in float32
-    through the path training takes (``onednn_float32``)."""
+    through the path float32 training takes by default (``onednn_float32``), the MFU of a
+    run that names the other one included."""
     if dtype is torch.float32:
         return max(float32_rates()) if onednn_float32() else float32_rates()[0]
     return _measured_rate(dtype)
