@@ -147,9 +147,8 @@ class CpuLinear(nn.Module):
     ``onednn_training`` is set (``cpu_linears(..., onednn_training=True)``, which training
     does where ``hardware.onednn_float32`` measured them faster); such a layer keeps no copy
     of its weight, whose values the optimizer changes in place, and ``for_inference`` turns
-    the flag off in its copy. Anything else (another
-    device or dtype, autocast, a compiled step) is ``F.linear``; results equal ``F.linear``'s
-    to float32 rounding.
+    the flag off in its copy. Anything else (another device or dtype, autocast, a compiled
+    step) is ``F.linear``; results equal ``F.linear``'s to float32 rounding.
 
     Attributes:
         weight_blocks: (t, in, out / t) views of the weight (a copy with ``pack``), or None
