@@ -96,7 +96,7 @@ def onednn_weight_gradient(grad: Tensor, x: Tensor) -> Tensor:
     """grad^T x, a linear layer's weight gradient (out, in) from its output's gradient
     (N, out) and its input (N, in), by oneDNN. The wider of the two takes the weight's place
     in oneDNN's product (the result then transposed as a view): the other way round ran at
-    0.55-0.85x the speed for unequal widths (docs/design.md)."""
+    0.53-0.55x the speed at three shapes of unequal widths (docs/design.md)."""
     if x.size(1) >= grad.size(1):
         return onednn_linear(grad.t(), x.t(), None)  # (out, in)
     return onednn_linear(x.t(), grad.t(), None).t()  # (in, out) transposed
