@@ -164,7 +164,8 @@ def measured_rate(dtype: torch.dtype) -> float:
     through the path float32 training takes by default (``onednn_float32``), the MFU of a
     run that names the other one included."""
     if dtype is torch.float32:
-        return max(float32_rates()) if onednn_float32() else float32_rates()[0]
+        plain, onednn = float32_rates()
+        return onednn if onednn_float32() else plain
     return _measured_rate(dtype)
 
 

@@ -295,9 +295,9 @@ def cpu_training_layers(model: nn.Module, device: torch.device, cfg: TrainConfig
     is resolved ("auto" counts as not float32)."""
     if device.type != "cpu":
         return False
-    onednn = (cfg.precision == "fp32" and not cfg.compile
-              and (cfg.fp32_products == "onednn"
-                   or cfg.fp32_products == "auto" and hardware.onednn_float32()))
+    onednn = _fp32_products_apply(device, cfg) and (
+        cfg.fp32_products == "onednn"
+        or cfg.fp32_products == "auto" and hardware.onednn_float32())
     if onednn:
         cpu.cpu_linears(model, onednn_training=True)
     cpu.cpu_layers(model)
@@ -321,6 +321,11 @@ def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
     return replace(cfg, precision=_first_process(choice.precision)), choice.describe()
 
 
+def _fp32_products_apply(device: torch.device, cfg: TrainConfig) -> bool:
+    """Whether ``fp32_products`` has a say: float32 eager training on the CPU."""
+    return device.type == "cpu" and cfg.precision == "fp32" and not cfg.compile
+
+
 def _resolve_products(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
                       resume: bool) -> tuple[TrainConfig, str]:
     """``cfg`` with ``fp32_products`` "auto" replaced by the library float32 training's
@@ -328,7 +333,7 @@ def _resolve_products(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
     CPU, in float32 eager steps; else "pytorch"), or on ``resume`` by the run's own (a run
     from before the setting: "pytorch"), so that it goes on exactly; and a line saying so
     where oneDNN's is taken ("" otherwise). Under DDP every process takes the first one's."""
-    applies = device.type == "cpu" and cfg.precision == "fp32" and not cfg.compile
+    applies = _fp32_products_apply(device, cfg)
     if cfg.fp32_products == "onednn":
         if not cpu.onednn_available():
             raise UserError("--fp32-products onednn: this PyTorch has no oneDNN, or "
