@@ -5,7 +5,15 @@ import pytest
 import torch
 
 from aiayn.config import ConfigError
-from aiayn.train.recipe import TrainConfig, label_smoothed_nll, noam_lr
+from aiayn.train.recipe import (
+    LOSS_CHUNKS,
+    TrainConfig,
+    _SmoothedNLL,
+    cpu_loss_chunk,
+    label_smoothed_nll,
+    loss_rows,
+    noam_lr,
+)
 
 
 def test_label_smoothed_loss_equals_hand_computed_value():
@@ -37,6 +45,7 @@ def test_label_smoothing_zero_is_cross_entropy():
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_loss_and_its_gradient_equal_pytorch_cross_entropy(monkeypatch, dtype, eps):
     monkeypatch.setattr("aiayn.train.recipe.LOSS_CHUNK", 3 * 50)  # blocks of 3 rows, and a rest
+    monkeypatch.setattr("aiayn.train.recipe.cpu_loss_chunk", lambda vocab, dtype: 3 * 50)
     torch.manual_seed(0)
     logits = (3 * torch.randn(20, 50)).to(dtype).requires_grad_()
     target = torch.randint(1, 50, (20,))
@@ -56,6 +65,38 @@ def test_loss_and_its_gradient_equal_pytorch_cross_entropy(monkeypatch, dtype, e
     assert ours.dtype == dtype and ours[[4, 11, 19]].abs().max() == 0
     torch.testing.assert_close(ours, logits.grad, rtol=1e-5, atol=1e-5)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_loss_block_changes_no_value(dtype):
+    """Whatever block the CPU measures fastest, every row's loss and gradient are the same."""
+    torch.manual_seed(0)
+    logits, target = (3 * torch.randn(37, 400)).to(dtype), torch.randint(0, 400, (37,))
+    seen = []
+    for rows in (1, 5, 16, 37):
+        x = logits.clone().requires_grad_()
+        loss, nll = _SmoothedNLL.apply(x, target, 0.1, 0, rows)
+        (loss + 0.5 * nll).backward()
+        seen.append((loss, nll, x.grad))
+    for loss, nll, grad in seen[1:]:
+        assert torch.equal(loss, seen[0][0]) and torch.equal(nll, seen[0][1])
+        assert torch.equal(grad, seen[0][2])
+
+
+def test_the_loss_block_is_measured_once_without_torch_s_random_stream(monkeypatch):
+    monkeypatch.setattr("aiayn.train.recipe.LOSS_MEASURE_ENTRIES", 1 << 18)
+    cpu_loss_chunk.cache_clear()
+    state = torch.get_rng_state()
+    try:
+        chunk = cpu_loss_chunk(1000, torch.bfloat16)
+        assert chunk in LOSS_CHUNKS
+        assert torch.equal(torch.get_rng_state(), state)  # a run's dropout stays as it was
+        assert loss_rows(torch.zeros(4000, 1000, dtype=torch.bfloat16)) == chunk // 1000
+        assert cpu_loss_chunk.cache_info().misses == 1
+    finally:
+        cpu_loss_chunk.cache_clear()
+    # logits within the smallest block are one block: nothing is measured
+    assert loss_rows(torch.zeros(100, 1000)) == 100 and cpu_loss_chunk.cache_info().misses == 0
 
 def test_schedule_matches_the_formula_at_known_steps():
     # lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)  (Eq. 3)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -274,18 +276,54 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
-# vocabulary entries the loss handles at once: on the CPU 512 KiB in float32, so a block and
-# its softmax stay in the cores' L2 caches (a larger block is 1.3x slower there); on a GPU
-# 256 MiB, one block or a few a step (at 1M entries a `base` step of 25,000 tokens launched
-# ~190 blocks' kernels, on a host already behind the GPU)
+# vocabulary entries the loss handles at once. On the CPU the fastest block depends on the
+# CPU: 2^17 (512 KiB in float32, a block and its softmax in the cores' L2 caches) on an Intel
+# Xeon with AMX, where 2^20 was 1.3x slower; 2^19 on an AMD Zen 4, where 2^17 was 1.4x slower.
+# So it is measured, once per process, among these (``cpu_loss_chunk``). On a GPU 256 MiB, one
+# block or a few a step (at 1M entries a `base` step of 25,000 tokens launched ~190 blocks'
+# kernels, on a host already behind the GPU)
 LOSS_CHUNK = 1 << 17
+LOSS_CHUNKS = tuple(LOSS_CHUNK << k for k in range(4))
 LOSS_CHUNK_ACCELERATOR = 1 << 26
+LOSS_MEASURE_ENTRIES = 1 << 23  # the logits the measurement runs the loss on (16 MiB in bf16)
 
 
 def loss_rows(logits: Tensor) -> int:
     """Rows of ``logits`` the loss takes per block on their device."""
-    chunk = LOSS_CHUNK if logits.device.type == "cpu" else LOSS_CHUNK_ACCELERATOR
-    return max(1, chunk // logits.size(-1))
+    n, vocab = logits.shape
+    if logits.device.type != "cpu":
+        chunk = LOSS_CHUNK_ACCELERATOR
+    elif n * vocab <= LOSS_CHUNK:  # one block whichever is chosen: nothing to measure
+        return n
+    else:
+        chunk = cpu_loss_chunk(vocab, logits.dtype)
+    return max(1, chunk // vocab)
+
+
+@functools.cache
+def cpu_loss_chunk(vocab: int, dtype: torch.dtype) -> int:
+    """The block of ``LOSS_CHUNKS`` (vocabulary entries) in which the loss's forward and
+    backward passes over CPU logits of this width and dtype ran fastest in this process: the
+    best of three rounds on ``LOSS_MEASURE_ENTRIES`` random logits (0.1-0.2 s, once per
+    process and shape). The blocks change the time, not the values: each row's log-softmax
+    and gradient are the same whatever rows share its block (tested)."""
+    generator = torch.Generator().manual_seed(0)  # (torch's own stream stays untouched)
+    rows = max(1, LOSS_MEASURE_ENTRIES // vocab)
+    logits = torch.randn(rows, vocab, generator=generator).to(dtype)
+    target = torch.randint(0, vocab, (rows,), generator=generator)
+    chunks = {max(1, chunk // vocab): chunk for chunk in reversed(LOSS_CHUNKS)}  # by rows
+    if len(chunks) == 1:
+        return LOSS_CHUNK
+    best = {chunk: math.inf for chunk in chunks.values()}
+    with torch.enable_grad(), torch.autocast("cpu", enabled=False):
+        for _ in range(3):
+            for block, chunk in chunks.items():
+                x = logits.detach().requires_grad_()
+                start = time.perf_counter()
+                loss, _ = _SmoothedNLL.apply(x, target, 0.1, 0, block)
+                loss.backward()
+                best[chunk] = min(best[chunk], time.perf_counter() - start)
+    return min(best, key=lambda chunk: (best[chunk], chunk))
 
 
 def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float, pad_id: int
@@ -302,7 +340,7 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float, pad_id: i
     Returns:
         (smoothed loss sum, NLL sum), both float32 scalars.
     """
-    return _SmoothedNLL.apply(logits, target, float(epsilon), pad_id)
+    return _SmoothedNLL.apply(logits, target, float(epsilon), pad_id, loss_rows(logits))
 
 
 class _SmoothedNLL(torch.autograd.Function):
@@ -320,8 +358,8 @@ class _SmoothedNLL(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor, epsilon: float, pad_id: int):
-        n, rows = logits.size(0), loss_rows(logits)
+    def forward(ctx, logits: Tensor, target: Tensor, epsilon: float, pad_id: int, rows: int):
+        n = logits.size(0)
         keep = (target != pad_id).float()
         nll = torch.empty(n, dtype=torch.float32, device=logits.device)
         smooth = torch.empty(n, dtype=torch.float32, device=logits.device)
@@ -333,13 +371,13 @@ class _SmoothedNLL(torch.autograd.Function):
         nll.mul_(keep)
         smooth.mul_(keep)
         ctx.save_for_backward(logits, target, keep)
-        ctx.epsilon = epsilon
+        ctx.epsilon, ctx.rows = epsilon, rows
         return ((1.0 - epsilon) * nll + epsilon * smooth).sum(), nll.sum()
 
     @staticmethod
     def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
         logits, target, keep = ctx.saved_tensors
-        eps, (n, v), rows = ctx.epsilon, logits.shape, loss_rows(logits)
+        eps, (n, v), rows = ctx.epsilon, logits.shape, ctx.rows
         # per kept row: on_p * p - uniform - on_target * onehot(t); zero for padding rows
         on_p = (grad_loss + grad_nll) * keep[:, None]  # (n, 1)
         on_target = -(grad_loss * (1.0 - eps) + grad_nll) * keep[:, None]
@@ -351,7 +389,7 @@ class _SmoothedNLL(torch.autograd.Function):
             p.mul_(on_p[start:end])
             p.scatter_add_(1, target[start:end, None], on_target[start:end])
             torch.sub(p, uniform[start:end], out=grad[start:end])  # written in logits' dtype
-        return grad, None, None, None
+        return grad, None, None, None, None
 
 
 def autocast_dtype(precision: str) -> torch.dtype | None:
