@@ -304,8 +304,8 @@ def loss_rows(logits: Tensor) -> int:
 def cpu_loss_chunk(vocab: int, dtype: torch.dtype) -> int:
     """The block of ``LOSS_CHUNKS`` (vocabulary entries) in which the loss's forward and
     backward passes over CPU logits of this width and dtype ran fastest in this process: the
-    best of three rounds on ``LOSS_MEASURE_ENTRIES`` random logits (0.1-0.2 s, once per
-    process and shape). The blocks change the time, not the values: each row's log-softmax
+    best of three rounds on ``LOSS_MEASURE_ENTRIES`` random logits (about 0.2 s on 2 cores,
+    once per process and shape). The blocks change the time, not the values: each row's log-softmax
     and gradient are the same whatever rows share its block (tested)."""
     generator = torch.Generator().manual_seed(0)  # (torch's own stream stays untouched)
     rows = max(1, LOSS_MEASURE_ENTRIES // vocab)
