@@ -88,7 +88,8 @@ def test_the_loss_block_is_measured_once_without_torch_s_random_stream(monkeypat
     cpu_loss_chunk.cache_clear()
     state = torch.get_rng_state()
     try:
-        chunk = cpu_loss_chunk(1000, torch.bfloat16)
+        with torch.inference_mode():  # as validation asks
+            chunk = cpu_loss_chunk(1000, torch.bfloat16)
         assert chunk in LOSS_CHUNKS
         assert torch.equal(torch.get_rng_state(), state)  # a run's dropout stays as it was
         assert loss_rows(torch.zeros(4000, 1000, dtype=torch.bfloat16)) == chunk // 1000

@@ -307,15 +307,16 @@ def cpu_loss_chunk(vocab: int, dtype: torch.dtype) -> int:
     best of three rounds on ``LOSS_MEASURE_ENTRIES`` random logits (about 0.2 s on 2 cores,
     once per process and shape). The blocks change the time, not the values: each row's log-softmax
     and gradient are the same whatever rows share its block (tested)."""
-    generator = torch.Generator().manual_seed(0)  # (torch's own stream stays untouched)
-    rows = max(1, LOSS_MEASURE_ENTRIES // vocab)
-    logits = torch.randn(rows, vocab, generator=generator).to(dtype)
-    target = torch.randint(0, vocab, (rows,), generator=generator)
     chunks = {max(1, chunk // vocab): chunk for chunk in reversed(LOSS_CHUNKS)}  # by rows
     if len(chunks) == 1:
         return LOSS_CHUNK
     best = {chunk: math.inf for chunk in chunks.values()}
-    with torch.enable_grad(), torch.autocast("cpu", enabled=False):
+    # (validation asks first under inference mode, whose tensors autograd cannot save)
+    with torch.inference_mode(False), torch.enable_grad(), torch.autocast("cpu", enabled=False):
+        generator = torch.Generator().manual_seed(0)  # (torch's own stream stays untouched)
+        rows = max(1, LOSS_MEASURE_ENTRIES // vocab)
+        logits = torch.randn(rows, vocab, generator=generator).to(dtype)
+        target = torch.randint(0, vocab, (rows,), generator=generator)
         for _ in range(3):
             for block, chunk in chunks.items():
                 x = logits.detach().requires_grad_()
