@@ -66,7 +66,6 @@ def test_loss_and_its_gradient_equal_pytorch_cross_entropy(monkeypatch, dtype, e
     torch.testing.assert_close(ours, logits.grad, rtol=1e-5, atol=1e-5)
 
 
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_loss_block_changes_no_value(dtype):
     """Whatever block the CPU measures fastest, every row's loss and gradient are the same."""
@@ -98,6 +97,7 @@ def test_the_loss_block_is_measured_once_without_torch_s_random_stream(monkeypat
         cpu_loss_chunk.cache_clear()
     # logits within the smallest block are one block: nothing is measured
     assert loss_rows(torch.zeros(100, 1000)) == 100 and cpu_loss_chunk.cache_info().misses == 0
+
 
 def test_schedule_matches_the_formula_at_known_steps():
     # lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)  (Eq. 3)
