@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .cpu import onednn_available
+from .cpu import onednn_available, onednn_linear
 
 CPUINFO = Path("/proc/cpuinfo")
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -106,7 +106,7 @@ def product_rate(dtype: torch.dtype, shape: tuple[int, int, int] = PROBE_SHAPE,
     x = torch.randn(rows, d_in, generator=generator).to(dtype)
     w = torch.randn(d_out, d_in, generator=generator).to(dtype)
     product: Callable[[], object] = (
-        (lambda: torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")) if onednn
+        (lambda: onednn_linear(x, w, None)) if onednn
         else (lambda: F.linear(x, w)))
     product()
     best, start = float("inf"), time.perf_counter()
