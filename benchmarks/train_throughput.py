@@ -23,8 +23,11 @@ glibc allocator settings that ``aiayn train`` uses. float32 and bf16 autocast. E
 given as matrix-product GFLOP/s (the products of forward and backward counted from the padded
 shapes: ``matmul_flops``) and as a share of this CPU's ceiling, the rate of one large matrix
 product in that precision (the faster of PyTorch's product and oneDNN's), measured in its own
-process at the start of every round. Run by hand (needs the bench extra: ``pip install
-transformers``):
+process at the start of every round (its best of five timings). Beside it the log gives, per
+round, the best and median timings of that product and of each size's first feed-forward
+product at the batches' token count: a host whose neighbours take memory bandwidth or cores
+slows those medians and the steps while the best square product stays. Run by hand (needs
+the bench extra: ``pip install transformers``):
 
     .venv/bin/python benchmarks/train_throughput.py --data runs/quality/data [--sizes small base]
 """
@@ -185,33 +188,42 @@ def peer_worker(system: str, shape: dict, precision: str):
     return step
 
 
-def ceiling(precision: str, n: int = 2048, repeats: int = 5) -> float:
-    """GFLOP/s of one n x n x n matrix product in ``precision``, the best of ``repeats`` and of
-    two libraries: PyTorch's own product (MKL in float32, oneDNN in bfloat16 on x86) and
-    oneDNN's linear product (which PyTorch does not use for float32 training)."""
+def ceiling(precision: str, shape: tuple[int, int, int] = (2048, 2048, 2048),
+            repeats: int = 5) -> tuple[float, float]:
+    """GFLOP/s of one (m x k) by (k x n) matrix product in ``precision``: the best and the
+    median of ``repeats`` timings (after one untimed), of the faster of two libraries:
+    PyTorch's own product (MKL in float32, oneDNN in bfloat16 on x86) and oneDNN's linear
+    product (which PyTorch does not use for float32 training)."""
     import torch
 
     from aiayn.runtime.cpu import onednn_available, onednn_linear, onednn_reorder
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    m, k, n = shape
+    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
     products = [lambda: a @ b]
     if onednn_available():
-        reordered = onednn_reorder(b, n)
+        reordered = onednn_reorder(b.t().contiguous(), m)
         products.append(lambda: onednn_linear(a, reordered, None))
-    best = float("inf")
+    best, median = float("inf"), float("inf")
     for product in products:
-        for _ in range(repeats + 1):
+        product()
+        times = []
+        for _ in range(repeats):
             start = time.perf_counter()
             product()
-            best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best / 1e9
+            times.append(time.perf_counter() - start)
+        best, median = min(best, min(times)), min(median, statistics.median(times))
+    flops = 2 * m * k * n / 1e9
+    return flops / best, flops / median
 
 
 def worker(args: argparse.Namespace) -> None:
     """One system's run, printed as one JSON line: seconds of each timed step."""
     import torch
-    if args.worker == "ceiling":
-        print(json.dumps({"gflops": ceiling(args.precision)}))
+    if args.worker == "ceiling":  # the square product, then each size's feed-forward shape
+        best, median = ceiling(args.precision)
+        layers = [ceiling(args.precision, tuple(shape)) for shape in json.loads(args.shape)]
+        print(json.dumps({"gflops": best, "median": median, "layers": layers}))
         return
     shape = json.loads(args.shape)
     batches = load_batches(args.batches)
@@ -328,10 +340,18 @@ def main() -> None:
     rates = {(row, s): [] for row in rows for s in args.systems}
     busy = {(row, s): [] for row in rows for s in args.systems}
     peaks = {p: [] for p in args.precisions}
+    # the products alone, per round: the square one (the ceiling, its best timing) and each
+    # size's first feed-forward product at the batches' token count, best and median timing;
+    # what the host's neighbours take from a step shows there, not in the best square one
+    ffn_shapes = [(args.max_tokens, shapes[size]["d_model"], shapes[size]["d_ff"])
+                  for size in args.sizes]
+    alone = {p: [] for p in args.precisions}
     for r in range(args.rounds):
         for precision in args.precisions:
-            peaks[precision].append(run_worker(["--worker", "ceiling", "--precision",
-                                                precision])["gflops"])
+            out = run_worker(["--worker", "ceiling", "--precision", precision,
+                              "--shape", json.dumps(ffn_shapes)])
+            peaks[precision].append(out["gflops"])
+            alone[precision].append(out)
         order = args.systems[r % len(args.systems):] + args.systems[:r % len(args.systems)]
         for size, precision in rows:
             for system in order:
@@ -351,6 +371,12 @@ def main() -> None:
     peak = {p: statistics.median(v) for p, v in peaks.items()}
     print("ceilings (one 2048^3 product, per round): " + "; ".join(
         f"{p} " + ", ".join(f"{g:.0f}" for g in v) + " GFLOP/s" for p, v in peaks.items()))
+    for p, outs in alone.items():
+        print(f"{p} alone, per round, best / median of 5 timings: 2048^3 " + ", ".join(
+            f"{o['gflops']:.0f} / {o['median']:.0f}" for o in outs) + " GFLOP/s" + "".join(
+            f"; {size}'s feed-forward {m} x {k} x {n} " + ", ".join(
+                f"{o['layers'][i][0]:.0f} / {o['layers'][i][1]:.0f}" for o in outs)
+            for i, (size, (m, k, n)) in enumerate(zip(args.sizes, ffn_shapes))))
     print("\n| size | precision | " + " | ".join(f"{s} tgt tok/s" for s in args.systems)
           + " | aiayn / best peer (per round) | "
           + " | ".join(f"{s} % of ceiling" for s in args.systems)
