@@ -386,6 +386,128 @@ def test_onednn_training_products_equal_f_linear(rows, d_in, d_out, bias):
         assert_float32_close(fast(x), results[0][0])
 
 
+def _graph_names(t):
+    """The names of every function in ``t``'s autograd graph."""
+    names, todo = set(), [t.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is not None and fn.name() not in names:
+            names.add(fn.name())
+            todo.extend(next_fn for next_fn, _ in fn.next_functions)
+    return names
+
+
+def _bf16_results(module, x, grad, params):
+    """module(x) under bf16 autocast, and the gradients of x and ``params`` for ``grad``."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = module(x)
+    out.backward(grad)
+    got = (out.detach(), *(t.grad for t in (x, *params)))
+    for t in (x, *params):
+        t.grad = None
+    return got, out.grad_fn.name()
+
+
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows, d_in, d_out", [((3, 70), 16, 40), ((210,), 40, 16),
+                                               ((2, 5), 8, 8)])
+def test_bf16_training_products_equal_autocasts(rows, d_in, d_out, bias):
+    """bf16 training's products with the bias added by oneDNN (``_Linear16``): values and
+    gradients (in float32, as autocast returns them) as autocast's ``F.linear``, a tied use
+    of the weight accumulating both gradients; without autocast, and in inference, the layer
+    is ``F.linear`` and keeps no weight copy."""
+    torch.manual_seed(0)
+    layer = nn.Linear(d_in, d_out, bias=bias)
+    fast = CpuLinear(layer, bf16_training=True)
+    x = torch.randn(*rows, d_in, requires_grad=True)
+    grad = torch.randn(*rows, d_out, dtype=torch.bfloat16)
+
+    def tied(module):
+        return lambda inputs: module(inputs) + layer.weight.sum().to(torch.bfloat16) * 0.5
+
+    want, _ = _bf16_results(tied(layer), x, grad, list(layer.parameters()))
+    got, name = _bf16_results(tied(fast), x, grad, list(layer.parameters()))
+    assert name == "AddBackward0"
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert fast(x).grad_fn.name() == "_Linear16Backward"
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        torch.testing.assert_close(a, b, rtol=1.6e-2, atol=1e-2)
+    assert fast(x).grad_fn.name() != "_Linear16Backward"  # float32: not asked for
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):  # (validation)
+        torch.testing.assert_close(fast(x), F.linear(x, layer.weight, layer.bias).detach())
+    assert fast.reordered is None and fast.weight_blocks is None
+    assert not for_inference(nn.Sequential(fast))[0].bf16_training
+
+
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+@pytest.mark.parametrize("p", [0.0, 0.3])
+def test_bf16_training_feed_forward_applies_the_relu_in_the_product(p):
+    """The first product applying the ReLU as it writes its output: the feed-forward
+    network's values and gradients as autocast computes ``FeedForward``'s, the same dropout
+    masks drawn."""
+    from aiayn.model import FeedForward
+    torch.manual_seed(0)
+    ffn = FeedForward(16, 64, dropout=p).train()
+    fast = CpuFeedForward(ffn)
+    fast.linear1, fast.linear2 = (CpuLinear(m, bf16_training=True)
+                                  for m in (ffn.linear1, ffn.linear2))
+    x = torch.randn(3, 70, 16, requires_grad=True)
+    grad = torch.randn(3, 70, 16, dtype=torch.bfloat16)
+    results = []
+    for module in (ffn, fast):
+        torch.manual_seed(1)  # the same dropout masks
+        results.append(_bf16_results(module, x, grad, list(ffn.parameters()))[0])
+    for got, want in zip(results[1], results[0]):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=1.6e-2, atol=1e-2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        names = _graph_names(fast(x))
+    assert "_Linear16Backward" in names and "ReluBackward0" not in names
+
+
+@pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
+def test_bf16_training_steps_equal_autocasts(tiny_cfg):
+    """Eager bf16 training on the CPU with the CPU's linear layers (``cpu_training_layers``)
+    takes the steps autocast's layers take: the same losses over 8 steps to bf16 rounding,
+    and validation through the same layers (inference under autocast)."""
+    from aiayn.data.corpus import Batch
+    from aiayn.train.recipe import TrainConfig, label_smoothed_nll
+    from aiayn.train.setup import cpu_training_layers
+    from aiayn.train.step import autocast, forward, train_step
+    cfg = TrainConfig(preset="tiny", precision="bf16")
+    torch.manual_seed(3)
+    batches = [Batch(random_tokens(4, 9, lengths=[9, 7, 5, 9]), random_tokens(4, 8),
+                     random_tokens(4, 8, lengths=[8, 8, 6, 3]), pad_id=0) for _ in range(8)]
+    losses = []
+    for swapped in (False, True):
+        torch.manual_seed(0)
+        model = Transformer(tiny_cfg).train()
+        if swapped:
+            cpu_training_layers(model, torch.device("cpu"), cfg)
+            assert all(m.bf16_training for m in model.modules() if isinstance(m, CpuLinear))
+            assert isinstance(model.output_proj, CpuLinear)
+        else:
+            cpu.cpu_layers(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+        scaler = torch.amp.GradScaler("cpu", enabled=False)
+        run = []
+        for batch in batches:
+            torch.manual_seed(1)
+            run.append(train_step(model, optimizer, scaler, [batch], lr=1e-3, cfg=cfg,
+                                  device=torch.device("cpu"))[0])
+        with torch.inference_mode(), autocast(torch.device("cpu"), "bf16"):  # (validation)
+            logits = forward(model.eval(), batches[0])
+            run.append(label_smoothed_nll(logits.flatten(0, 1), batches[0].tgt_out.flatten(),
+                                          0.1, 0)[0].item())
+        losses.append(run)
+        if swapped:  # (the CPU's layers did the work)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                assert "_Linear16Backward" in _graph_names(forward(model.train(), batches[0]))
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-2, atol=0)
+
+
 @pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")
 def test_a_used_cpu_linear_is_copied_without_its_weight_copies():
     """A layer that served inference holds oneDNN's copy of the weight, which cannot be

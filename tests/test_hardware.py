@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -142,10 +143,14 @@ def test_float32_training_takes_the_measured_products_path(toy_data, tmp_path, m
                                                    max_steps=6),
           resume=True, progress=False, log=lambda *_: None)
     assert linears() == {nn.Linear}
-    # bf16 keeps PyTorch's linear layers whatever float32 measured
+    # bf16 takes its own products whatever float32 measured, and a compiled step PyTorch's
     model = nn.Sequential(nn.Linear(4, 4))
     cfg = TrainConfig(**{**FAST, "precision": "bf16", "fp32_products": "auto"})
-    assert not real(model, torch.device("cpu"), cfg) and type(model[0]) is nn.Linear
+    assert not real(model, torch.device("cpu"), cfg) and type(model[0]) is CpuLinear
+    assert model[0].bf16_training and not model[0].onednn_training
+    model = nn.Sequential(nn.Linear(4, 4))
+    assert not real(model, torch.device("cpu"), replace(cfg, compile=True))
+    assert type(model[0]) is nn.Linear
 
 
 @pytest.mark.skipif(not onednn_available(), reason="this PyTorch has no oneDNN")

@@ -131,6 +131,42 @@ class _OnednnLinear(torch.autograd.Function):
         return grad_x, grad_w, grad_b
 
 
+class _Linear16(torch.autograd.Function):
+    """``F.linear`` for bf16 training under the CPU's autocast, computed as autocast computes
+    it (the operands cast to bf16, each gradient returned in its operand's dtype), with
+    oneDNN's product adding the bias as it writes its output (``addmm`` copies the bias into
+    its output before the product) and, with ``relu``, applying max(0, .) there too, whose
+    gradient is then one pass over the saved output. Results equal autocast's
+    (docs/design.md, "Training")."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, relu: bool) -> Tensor:
+        x16, weight16 = x.to(torch.bfloat16), weight.to(torch.bfloat16)
+        bias16 = None if bias is None else bias.to(torch.bfloat16)
+        out = onednn_linear(x16, weight16, bias16, "relu" if relu else "none")
+        ctx.save_for_backward(x16, weight16, out if relu else None)
+        ctx.dtypes = (x.dtype, weight.dtype, None if bias is None else bias.dtype)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x16, weight16, relu_out = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        x_dtype, weight_dtype, bias_dtype = ctx.dtypes
+        g = grad.to(torch.bfloat16)
+        if relu_out is not None:  # zero where the ReLU's output was
+            g = torch.ops.aten.threshold_backward(g, relu_out, 0)
+        g = g.reshape(-1, g.size(-1))  # (N, out)
+        grad_x = grad_w = grad_b = None
+        if needs[0]:
+            grad_x = g.mm(weight16).view(*grad.shape[:-1], weight16.size(1)).to(x_dtype)
+        if needs[1]:
+            grad_w = g.t().mm(x16.reshape(-1, x16.size(-1))).to(weight_dtype)
+        if bias_dtype is not None and needs[2]:
+            grad_b = g.sum(0).to(bias_dtype)  # (in bf16 a column sum beats torch.mv)
+        return grad_x, grad_w, grad_b, None
+
+
 class CpuLinear(nn.Module):
     """``nn.Linear`` whose float32 inference products on the CPU take the fastest path.
 
@@ -147,8 +183,11 @@ class CpuLinear(nn.Module):
     ``onednn_training`` is set (``cpu_linears(..., onednn_training=True)``, which training
     does where ``hardware.onednn_float32`` measured them faster); such a layer keeps no copy
     of its weight, whose values the optimizer changes in place, and ``for_inference`` turns
-    the flag off in its copy. Anything else (another device or dtype, autocast, a compiled
-    step) is ``F.linear``; results equal ``F.linear``'s to float32 rounding.
+    the flag off in its copy. Where ``bf16_training`` is set (``cpu_linears(...,
+    bf16_training=True)``, bf16 training on the CPU), products with gradients under bf16
+    autocast go through ``_Linear16``, and the layer likewise keeps no weight copy (its other
+    products are ``F.linear``'s). Anything else (another device or dtype, autocast, a
+    compiled step) is ``F.linear``; results equal ``F.linear``'s to float32 rounding.
 
     Attributes:
         weight_blocks: (t, in, out / t) views of the weight (a copy with ``pack``), or None
@@ -161,12 +200,13 @@ class CpuLinear(nn.Module):
     """
 
     def __init__(self, layer: nn.Linear, *, pack: bool = False,
-                 onednn_training: bool = False) -> None:
+                 onednn_training: bool = False, bf16_training: bool = False) -> None:
         super().__init__()
         self.in_features, self.out_features = layer.in_features, layer.out_features
         self.weight, self.bias = layer.weight, layer.bias  # (out, in), (out,) shared
         self.pack = pack
         self.onednn_training = onednn_training
+        self.bf16_training = bf16_training
         self.weight_blocks: Tensor | None = None
         self.bias_blocks: Tensor | None = None
         self.key: tuple | None = None
@@ -190,6 +230,8 @@ class CpuLinear(nn.Module):
             return self.split_product(x)
         if path == "training":
             return cast(Tensor, _OnednnLinear.apply(x, self.weight, self.bias))
+        if path == "bf16":
+            return cast(Tensor, _Linear16.apply(x, self.weight, self.bias, False))
         return F.linear(x, self.weight, self.bias)
 
     def relu_product(self, x: Tensor) -> Tensor:
@@ -200,13 +242,18 @@ class CpuLinear(nn.Module):
         return F.relu(self(x))
 
     def _path(self, x: Tensor) -> str:
-        """Which product serves x: "training" (oneDNN's, with gradients), "traced" (compiled by
-        ``aiayn.runtime.compiled``), "onednn", "split" or "plain" (``F.linear``)."""
+        """Which product serves x: "training" (oneDNN's, with gradients), "bf16" (oneDNN's
+        under bf16 autocast, with gradients), "traced" (compiled by ``aiayn.runtime.compiled``),
+        "onednn", "split" or "plain" (``F.linear``)."""
         weight = self.weight
         if torch.is_grad_enabled():
-            return "training" if self.onednn_products(x) else "plain"
+            if self.onednn_products(x):
+                return "training"
+            return "bf16" if self.bf16_products(x) else "plain"
         if torch.compiler.is_compiling():
             return "traced"
+        if self.bf16_training:  # a bf16 training model's (validation): no weight copies
+            return "plain"
         if (not x.is_cpu or x.dtype is not torch.float32
                 or weight.dtype is not torch.float32 or x.numel() == 0):
             return "plain"
@@ -228,6 +275,14 @@ class CpuLinear(nn.Module):
                 and self.weight.dtype is torch.float32 and x.numel() > 0
                 and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
                 and onednn_available())
+
+    def bf16_products(self, x: Tensor) -> bool:
+        """Whether x's product with gradients goes through ``_Linear16`` (``bf16_training``,
+        on the CPU under bf16 autocast, not compiled, oneDNN there)."""
+        return (self.bf16_training and x.is_cpu and x.numel() > 0
+                and torch.is_autocast_enabled("cpu")
+                and torch.get_autocast_dtype("cpu") == torch.bfloat16
+                and not torch.compiler.is_compiling() and onednn_available())
 
     def onednn_product(self, x: Tensor) -> Tensor:
         """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""
@@ -408,7 +463,8 @@ class _Attention16(torch.autograd.Function):
 
 class CpuFeedForward(nn.Module):
     """``model.FeedForward`` for the CPU, around the same layers. With the paper's ReLU:
-    float32 training runs the network as one autograd function (``_ReluFeedForward``), and
+    float32 training runs the network as one autograd function (``_ReluFeedForward``), bf16
+    training with ``CpuLinear`` layers has the first product apply the ReLU (``_Linear16``), and
     inference with a ``CpuLinear`` first layer has oneDNN's product apply the ReLU as it writes
     its output (``CpuLinear.relu_product``) instead of a pass of its own. Anything else is
     ``FeedForward.forward`` itself, over the same attributes."""
@@ -421,6 +477,11 @@ class CpuFeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if torch.is_grad_enabled():
+            first = self.linear1
+            if (self.activation is None and isinstance(first, CpuLinear)
+                    and first.bf16_products(x)):  # the ReLU applied by the first product
+                hidden = cast(Tensor, _Linear16.apply(x, first.weight, first.bias, True))
+                return self.linear2(dropout(hidden, self.dropout, self.training))
             if self._fused_training(x):
                 onednn = all(isinstance(m, CpuLinear) and m.onednn_products(x)
                              for m in (self.linear1, self.linear2))
@@ -529,13 +590,15 @@ def cpu_layers(model: M) -> M:
     return _swap(cpu_attention(model), (FeedForward,), lambda name, child: CpuFeedForward(child))
 
 
-def cpu_linears(model: M, *, onednn_training: bool = False) -> M:
+def cpu_linears(model: M, *, onednn_training: bool = False, bf16_training: bool = False) -> M:
     """Replace every ``nn.Linear`` of ``model`` (in place) by a ``CpuLinear`` sharing its
     parameters; the layers named in ``PACKED`` keep a packed weight copy. With
     ``onednn_training`` their float32 products with gradients (and the feed-forward
-    network's, ``cpu_layers``) go through oneDNN. Returns ``model``."""
+    network's, ``cpu_layers``) go through oneDNN; with ``bf16_training`` their products
+    with gradients under bf16 autocast do. Returns ``model``."""
     return _swap(model, (nn.Linear,), lambda name, child: CpuLinear(
-        child, pack=name in PACKED, onednn_training=onednn_training))
+        child, pack=name in PACKED, onednn_training=onednn_training,
+        bf16_training=bf16_training))
 
 
 class Int8Linear(nn.Module):
@@ -683,7 +746,7 @@ def for_inference(model: M, *, int8: bool = False) -> M:
     fast = cpu_layers(cpu_linears(copy.deepcopy(model, shared).eval()))
     for layer in fast.modules():
         if isinstance(layer, CpuLinear):  # (a training model's): inference keeps weight copies
-            layer.onednn_training = False
+            layer.onednn_training = layer.bf16_training = False
     return quantize_int8(fast) if int8 else fast
 
 

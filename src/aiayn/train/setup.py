@@ -288,11 +288,13 @@ def _broadcast_from_first(model: nn.Module) -> None:
 def cpu_training_layers(model: nn.Module, device: torch.device, cfg: TrainConfig) -> bool:
     """Swap the CPU's training layers into ``model`` (in place, its parameters and checkpoints
     unchanged) when ``device`` is a CPU: 16-bit training's attention and float32's
-    feed-forward network (``cpu.cpu_layers``), and in float32 eager steps with
+    feed-forward network (``cpu.cpu_layers``); in float32 eager steps with
     ``fp32_products`` "onednn" (or "auto" where oneDNN's products measured faster than
-    PyTorch's, ``hardware.onednn_float32``) linear layers whose products go through oneDNN.
-    Returns whether they do; benchmarks build their models with it too. ``cfg.precision``
-    is resolved ("auto" counts as not float32)."""
+    PyTorch's, ``hardware.onednn_float32``) linear layers whose products go through oneDNN;
+    in bf16 eager steps linear layers whose products add their bias (and the feed-forward
+    network's first its ReLU) as oneDNN writes them (``cpu.CpuLinear``, ``bf16_training``).
+    Returns whether float32's go through oneDNN; benchmarks build their models with it too.
+    ``cfg.precision`` is resolved ("auto" counts as neither)."""
     if device.type != "cpu":
         return False
     onednn = _fp32_products_apply(device, cfg) and (
@@ -300,6 +302,8 @@ def cpu_training_layers(model: nn.Module, device: torch.device, cfg: TrainConfig
         or cfg.fp32_products == "auto" and hardware.onednn_float32())
     if onednn:
         cpu.cpu_linears(model, onednn_training=True)
+    elif cfg.precision == "bf16" and not cfg.compile:
+        cpu.cpu_linears(model, bf16_training=True)
     cpu.cpu_layers(model)
     return onednn
 
