@@ -89,6 +89,29 @@ def test_run_directory_holds_self_sufficient_checkpoints(toy_data, tmp_path):
     assert load(tmp_path / "run").translate(["alpha beta"], DecodeOptions(beam=2))[0] is not None
 
 
+def test_logged_rates_leave_validations_and_checkpoints_out(toy_data, tmp_path, monkeypatch):
+    """tokens/s and MFU are the steps': a validation (here made 0.4 s slower) and its
+    checkpoint, between two logged lines, count in no window."""
+    import time
+
+    from aiayn.train import trainer
+    validate = trainer.validate
+
+    def slow_validation(run):
+        time.sleep(0.4)
+        return validate(run)
+    monkeypatch.setattr(trainer, "validate", slow_validation)
+    train(toy_data, tmp_path / "run", TrainConfig(**{**FAST, "valid_every": 2}, max_steps=9),
+          progress=False, log=lambda *_: None)
+    records = [json.loads(x) for x in (tmp_path / "run/metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "tokens_per_s" in r]
+    assert len(steps) == 9
+    # each window is one step of a tiny model: far under the 0.4 s every other one follows
+    seconds = [r["tokens_per_s"] and 1 / r["tokens_per_s"] for r in steps]
+    slowest = max(s * 150 for s in seconds)  # (at most 150 target tokens a step)
+    assert slowest < 0.4, f"a window took {slowest:.2f} s: a validation was counted"
+
+
 def test_resume_refuses_a_different_model_shape(toy_data, tmp_path):
     train(toy_data, tmp_path / "run", TrainConfig(**FAST, max_steps=4), progress=False,
           log=lambda *_: None)

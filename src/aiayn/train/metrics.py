@@ -93,13 +93,15 @@ class MetricsLog:
 
 @dataclass
 class Window:
-    """Summed losses and target tokens since the last logged line."""
+    """Summed losses and target tokens since the last logged line; its rates count the
+    training steps' time, not the validations' and checkpoints' between them (``pause``)."""
 
     loss: float = 0.0
     nll: float = 0.0
     tokens: int = 0
     flops: float = 0.0  # model FLOPs of this process's steps (not carried over a resume)
     start: float = field(default_factory=time.monotonic)
+    paused: float = 0.0  # seconds of the window spent on other work than the steps
 
     carried: int = 0  # tokens restored from a checkpoint: in the losses, not in the rate
 
@@ -111,6 +113,10 @@ class Window:
     def sums(self) -> dict:
         return {"loss": self.loss, "nll": self.nll, "tokens": self.tokens}
 
+    def pause(self, seconds: float) -> None:
+        """Leave ``seconds`` (a validation, a checkpoint) out of the window's rates."""
+        self.paused += seconds
+
     def add(self, loss: float, nll: float, tokens: int, flops: float = 0.0) -> None:
         self.loss, self.nll, self.tokens = self.loss + loss, self.nll + nll, self.tokens + tokens
         self.flops += flops
@@ -119,7 +125,7 @@ class Window:
                peak: float | None = None) -> dict:
         """Per-token losses and target tokens per second (over all ranks) of the window; with
         the device's ``peak`` (FLOP/s), the model FLOPs utilization of this process."""
-        elapsed = max(time.monotonic() - self.start, 1e-9)
+        elapsed = max(time.monotonic() - self.start - self.paused, 1e-9)
         record = {"step": step, "epoch": epoch, "loss": self.loss / self.tokens,
                   "nll": self.nll / self.tokens, "lr": lr,
                   "tokens_per_s": (self.tokens - self.carried) * world / elapsed}

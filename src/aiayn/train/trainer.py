@@ -122,6 +122,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
                 break
             keep = schedule.keep_checkpoint(state.step)
             if state.step % cfg.valid_every == 0 or stop or keep:
+                began = time.monotonic()
                 summary = validate(run)
                 if run.metrics.enabled:  # (a quiet moment: MFU's denominator probed again)
                     hardware.measure_peak_again(run.device, run.cfg.precision)
@@ -129,6 +130,7 @@ def _train(data_dir: Path, run_dir: Path, cfg: TrainConfig, resume: bool, progre
                     bar.write(describe(summary), file=sys.stderr)
                 if save(run, window, final=bool(stop)):
                     last_saved = state.step
+                window.pause(time.monotonic() - began)  # (the rates are the steps')
                 if cfg.patience and state.bad_validations >= cfg.patience and not stop:
                     stop = "patience"
             if stop:
