@@ -198,12 +198,17 @@ def ceiling(precision: str, shape: tuple[int, int, int] = (2048, 2048, 2048),
     product (which PyTorch does not use for float32 training)."""
     import torch
 
-    from aiayn.runtime.cpu import onednn_available, onednn_linear, onednn_reorder
+    from aiayn.runtime.cpu import (
+        onednn_available,
+        onednn_bf16_available,
+        onednn_linear,
+        onednn_reorder,
+    )
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     m, k, n = shape
     a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
     products = [lambda: a @ b]
-    if onednn_available():
+    if onednn_bf16_available() if precision == "bf16" else onednn_available():
         reordered = onednn_reorder(b.t().contiguous(), m)
         products.append(lambda: onednn_linear(a, reordered, None))
     best, median = float("inf"), float("inf")

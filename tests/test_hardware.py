@@ -1,5 +1,10 @@
 import json
+import os
+import platform
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -205,6 +210,38 @@ def test_a_named_precision_is_used_without_asking_the_machine(toy_data, tmp_path
           log=said.append)
     assert not any(line.startswith("precision:") for line in said)
     assert TrainConfig().precision == "auto"  # what `aiayn train` does without the flag
+
+
+@pytest.mark.parametrize("flags, warned", [({"avx2"}, True), ({"avx2", "avx512_bf16"}, False)])
+def test_bf16_named_on_a_cpu_that_would_emulate_it_trains_and_says_so(toy_data, tmp_path,
+                                                                     monkeypatch, flags, warned):
+    from aiayn.train import setup as train_setup
+    monkeypatch.setattr(train_setup, "read_cpu", lambda: Cpu("a test CPU", frozenset(flags)))
+    said = []
+    train(toy_data, tmp_path / "run", TrainConfig(**{**FAST, "precision": "bf16"}, max_steps=2),
+          progress=False, log=said.append)
+    notes = [line for line in said if line.startswith("precision:")]
+    assert notes == (["precision: bf16 as asked, emulated on this AVX2 CPU without native bf16 "
+                      "(AVX512_BF16, AMX): its products run many times slower than float32's; "
+                      "without --precision it trains in fp32"] if warned else [])
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 oneDNN ISA")
+def test_bf16_training_without_onednns_bf16_kernels_takes_autocasts_products(toy_data, tmp_path):
+    # oneDNN held to AVX2 (as on an AVX2-only CPU) has no bf16 kernels: its product would fail
+    code = ("import sys; from pathlib import Path\n"
+            "from aiayn.runtime.cpu import onednn_bf16_available\n"
+            "from aiayn.train.recipe import TrainConfig\n"
+            "from aiayn.train.trainer import train\n"
+            "from tests.conftest import FAST\n"
+            "assert not onednn_bf16_available()\n"
+            "cfg = TrainConfig(**{**FAST, 'precision': 'bf16'}, max_steps=2)\n"
+            "train(Path(sys.argv[1]), Path(sys.argv[2]), cfg, progress=False, log=print)\n")
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    run = subprocess.run([sys.executable, "-c", code, str(toy_data), str(tmp_path / "run")],
+                         env=env, capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "run" / "checkpoints" / "last").exists()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

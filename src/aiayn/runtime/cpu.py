@@ -79,6 +79,13 @@ def onednn_available() -> bool:
     return bool(torch.backends.mkldnn.enabled) and _onednn_ops()
 
 
+def onednn_bf16_available() -> bool:
+    """oneDNN's bf16 products can run: oneDNN is there and has bf16 kernels for this CPU
+    (AVX512_BF16, AMX, AVX-NE-CONVERT or the AVX-512 subsets that emulate it; not AVX2
+    alone), PyTorch's own check, which also honours a cap set by ``ONEDNN_MAX_CPU_ISA``."""
+    return onednn_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def onednn_reorder(weight: Tensor, rows_hint: int = ONEDNN_ROWS_HINT) -> Tensor:
     """A linear layer's (out, in) weight in oneDNN's blocked layout, for ``onednn_linear``."""
     return torch.ops.mkldnn._reorder_linear_weight(weight, rows_hint)
@@ -278,11 +285,12 @@ class CpuLinear(nn.Module):
 
     def bf16_products(self, x: Tensor) -> bool:
         """Whether x's product with gradients goes through ``_Linear16`` (``bf16_training``,
-        on the CPU under bf16 autocast, not compiled, oneDNN there)."""
+        on the CPU under bf16 autocast, not compiled, oneDNN's bf16 kernels there: without them,
+        as with AVX2 alone, autocast's own products)."""
         return (self.bf16_training and x.is_cpu and x.numel() > 0
                 and torch.is_autocast_enabled("cpu")
                 and torch.get_autocast_dtype("cpu") == torch.bfloat16
-                and not torch.compiler.is_compiling() and onednn_available())
+                and not torch.compiler.is_compiling() and onednn_bf16_available())
 
     def onednn_product(self, x: Tensor) -> Tensor:
         """oneDNN's product with the reordered weight (float32 CPU inference, oneDNN there)."""

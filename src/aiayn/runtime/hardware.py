@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .cpu import onednn_available, onednn_linear
+from .cpu import onednn_available, onednn_bf16_available, onednn_linear
 
 CPUINFO = Path("/proc/cpuinfo")
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -176,10 +176,8 @@ def _measured_rate(dtype: torch.dtype) -> float:
 
 @functools.cache
 def _cpu_choice() -> Choice:
-    # PyTorch's own check, which also honours a cap set by ONEDNN_MAX_CPU_ISA
-    onednn = (torch.backends.mkldnn.is_available()
-              and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    return choose_cpu_precision(read_cpu(), onednn_bf16=onednn, rate=measured_rate)
+    return choose_cpu_precision(read_cpu(), onednn_bf16=onednn_bf16_available(),
+                                rate=measured_rate)
 
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

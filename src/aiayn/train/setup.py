@@ -23,7 +23,7 @@ from ..data.tokenizer import AnyTokenizer, load_tokenizer
 from ..errors import UserError
 from ..model import build_model
 from ..runtime import cpu, hardware
-from ..runtime.hardware import choose_precision, shape_free_attention
+from ..runtime.hardware import choose_precision, read_cpu, shape_free_attention
 from ..runtime.threads import use_available_cores
 from .copies import Weights16
 from .metrics import MetricsLog
@@ -312,8 +312,14 @@ def _resolve_precision(cfg: TrainConfig, device: torch.device, run_dir: Path, *,
                        resume: bool) -> tuple[TrainConfig, str]:
     """``cfg`` with ``precision`` "auto" replaced by the hardware's choice, or on ``resume`` by
     the precision the run started with, so that it goes on exactly; and a line saying which
-    and why ("" for a precision the user named). Under DDP every process takes the first
-    one's choice."""
+    and why ("" for a precision the user named, but a warning for bf16 on a CPU that would
+    emulate it). Under DDP every process takes the first one's choice."""
+    if cfg.precision == "bf16" and device.type == "cpu":
+        cpu = read_cpu()
+        if cpu.flags and not cpu.native_bf16:
+            return cfg, (f"precision: bf16 as asked, emulated on this {cpu.vector_isa} CPU "
+                         "without native bf16 (AVX512_BF16, AMX): its products run many times "
+                         "slower than float32's; without --precision it trains in fp32")
     if cfg.precision != "auto":
         return cfg, ""
     saved = _started(run_dir) if resume else None
