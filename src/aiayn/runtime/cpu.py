@@ -714,9 +714,9 @@ def quantized_rows(rows: Tensor, levels: int = 127) -> tuple[Tensor, Tensor]:
 def int8_pairs_saturate() -> bool:
     """Whether oneDNN's int8 product here adds pairs of byte products in 16 bits, saturating:
     where ``ONEDNN_MAX_CPU_ISA`` holds an AVX-512 CPU below VNNI and AMX, its kernels shift
-    the first operand to unsigned bytes and add two products of up to 255 x 127 in an int16 (``vpmaddubsw``), so sums of large values of one
-    sign come out wrong by up to ~10**5 (random levels over 256-512 features: errors of
-    74,000-130,000).
+    the first operand to unsigned bytes and add two products of up to 255 x 127 in an int16
+    (``vpmaddubsw``), so sums of large values of one sign come out wrong by up to ~10**5
+    (random levels over 256-512 features: errors of 74,000-130,000).
     There ``Int8Linear`` quantizes its inputs to 7 bits (as FBGEMM's ``reduce_range``): a
     pair is then at most 2 x 255 x 63 < 2**15 and every sum exact. Probed with one product
     of levels that saturate (an AVX2-only Zen 3 summed exactly)."""
